@@ -1,0 +1,102 @@
+"""Arguments of a kernel call: checked against the kernel's parameters, then turned into
+the pointer array the compiled entry point takes. Nothing runs on bad input."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _C
+from ..dtypes import canonical, numpy_dtype, torch_dtype
+
+
+class ArrayView:
+    __slots__ = ("ptr", "shape", "strides", "dtype", "lib", "device", "obj")
+
+    def __init__(self, ptr, shape, strides, dtype, lib, device, obj):
+        self.ptr, self.shape, self.strides, self.dtype = ptr, shape, strides, dtype
+        self.lib, self.device, self.obj = lib, device, obj
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
+
+
+def view_of(x, param_name: str) -> ArrayView:
+    if isinstance(x, np.ndarray):
+        itemsize = x.dtype.itemsize
+        strides = tuple(s // itemsize for s in x.strides) if itemsize else x.strides
+        return ArrayView(x.__array_interface__["data"][0], x.shape, strides, canonical(x.dtype),
+                         "numpy", "cpu", x)
+    if _is_torch(x):
+        return ArrayView(x.data_ptr(), tuple(x.shape), tuple(x.stride()), canonical(x.dtype), "torch",
+                         x.device.type, x)
+    if hasattr(x, "__dlpack__"):
+        try:
+            arr = np.from_dlpack(x)
+        except Exception as e:  # a device array numpy cannot view
+            raise TypeError(f"argument '{param_name}': cannot read this {type(x).__name__} through DLPack "
+                            f"on the CPU ({e})") from e
+        return view_of(arr, param_name)
+    raise TypeError(f"argument '{param_name}' must be an array (numpy, torch or any DLPack tensor), "
+                    f"got {type(x).__name__}")
+
+
+class Binder:
+    """Resolves the parameters' symbolic shapes from the arguments and checks them."""
+
+    def __init__(self, kernel_name: str):
+        self.kernel_name = kernel_name
+        self.values = {}   # shape variable name -> int
+        self.origin = {}   # shape variable name -> "A.shape[0]"
+
+    def dim(self, expr, actual: int, where: str, param: str, shape_text: str, given):
+        kind = expr.kind
+        if kind == "IntImm":
+            if expr.value != actual:
+                raise ValueError(f"{self.kernel_name}: argument '{param}' has shape {tuple(given)}, "
+                                 f"expected {shape_text}")
+            return
+        if kind == "Var":
+            name = expr.name
+            if name in self.values:
+                if self.values[name] != actual:
+                    raise ValueError(
+                        f"{self.kernel_name}: dynamic dimension '{name}' is {self.values[name]} from "
+                        f"{self.origin[name]} but {actual} from {where}")
+            else:
+                self.values[name] = actual
+                self.origin[name] = where
+            return
+        # A compound extent (e.g. 2 * m): checked once every variable is bound.
+        self.deferred = getattr(self, "deferred", [])
+        self.deferred.append((expr, actual, where, param, shape_text, given))
+
+    def evaluate(self, expr):
+        if expr.kind == "IntImm":
+            return expr.value
+        if expr.kind == "Var":
+            if expr.name not in self.values:
+                raise ValueError(f"{self.kernel_name}: dynamic dimension '{expr.name}' is not given by any "
+                                 "input, so the output cannot be allocated")
+            return self.values[expr.name]
+        return _C.eval_int(expr, self.values)
+
+    def finish(self):
+        for expr, actual, where, param, shape_text, given in getattr(self, "deferred", []):
+            if self.evaluate(expr) != actual:
+                raise ValueError(f"{self.kernel_name}: argument '{param}' has shape {tuple(given)}, "
+                                 f"expected {shape_text}")
+
+
+def shape_text(shape) -> str:
+    parts = [str(e.value) if e.kind == "IntImm" else repr(e) for e in shape]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def allocate(lib: str, shape, dtype: str, like=None):
+    if lib == "torch":
+        import torch
+        return torch.empty(shape, dtype=torch_dtype(dtype), device=like.device if like is not None else "cpu")
+    npd = numpy_dtype(dtype)
+    if npd is None:
+        raise TypeError(f"no numpy dtype stores {dtype}; pass the output explicitly")
+    return np.empty(shape, dtype=npd)

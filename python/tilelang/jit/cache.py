@@ -1,0 +1,53 @@
+"""The kernel cache: compiled kernels on disk, keyed by a content hash of what determines
+the binary (the IR, the target, the compiler and its flags), so a new process that
+compiles the same kernel loads it instead."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("TILELANG_CACHE_DIR")
+    if root:
+        return Path(root)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tilelang"
+
+
+def enabled() -> bool:
+    return os.environ.get("TILELANG_DISABLE_CACHE", "0") in ("", "0")
+
+
+def key_of(parts: dict) -> str:
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:40]
+
+
+def entry_dir(key: str) -> Path:
+    return cache_dir() / key[:2] / key
+
+
+def lookup(key: str):
+    """(library path, metadata) of a cached kernel, or None."""
+    d = entry_dir(key)
+    lib, meta = d / "kernel.so", d / "meta.json"
+    if not (lib.exists() and meta.exists()):
+        return None
+    try:
+        return lib, json.loads(meta.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def store_meta(key: str, meta: dict, source: str):
+    """Writes metadata and source atomically; the library is written by the compiler."""
+    d = entry_dir(key)
+    d.mkdir(parents=True, exist_ok=True)
+    for name, text in (("kernel.cpp", source), ("meta.json", json.dumps(meta, indent=1))):
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=name, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, d / name)

@@ -1,0 +1,229 @@
+"""JITKernel: a compiled kernel you call like a function."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import _C
+from ..dtypes import numpy_dtype
+from ..errors import TileLangError
+from . import cache
+from .adapter import Binder, allocate, shape_text, view_of
+
+_PACKAGE_VERSION = "0.1.0"
+_memory_cache = {}
+
+
+def _include_dir() -> str:
+    here = Path(__file__).resolve().parent.parent
+    installed = here / "include"
+    if (installed / "tl").is_dir():
+        return str(installed)
+    return str(here.parent.parent / "include")  # a source checkout
+
+
+def _normalise_out_idx(out_idx, n_params):
+    if out_idx is None:
+        return []
+    if isinstance(out_idx, int):
+        out_idx = [out_idx]
+    out = []
+    for i in out_idx:
+        j = i + n_params if i < 0 else i
+        if not 0 <= j < n_params:
+            raise ValueError(f"out_idx {i} is out of range for a kernel with {n_params} parameters")
+        out.append(j)
+    return sorted(set(out))
+
+
+class JITKernel:
+    """A kernel compiled for one target; call it with arrays (inputs first, outputs by out_idx)."""
+
+    def __init__(self, func, out_idx=None, target="auto", target_host=None, execution_backend="auto",
+                 verbose=False, pass_configs=None, compile_flags=None):
+        from ..ir import PrimFunc
+        if not isinstance(func, PrimFunc):
+            raise TypeError(f"tilelang.compile expects a @T.prim_func, got {type(func).__name__}")
+        self.prim_func = func
+        self.target = _C.normalise_target(target if isinstance(target, str) else str(target))
+        self.pass_configs = dict(pass_configs or {})
+        for key in self.pass_configs:
+            if not str(key).startswith("tl."):
+                raise ValueError(f"unknown pass config '{key}': pass configs are named 'tl.<option>'")
+        self.compile_flags = list(compile_flags or [])
+        self.verbose = verbose
+        params = func.params
+        self.out_idx = _normalise_out_idx(out_idx, len(params))
+        for j in self.out_idx:
+            if params[j].kind != "buffer":
+                raise ValueError(f"out_idx names parameter '{params[j].name}', which is a scalar")
+        self.params = params
+        self.input_params = [p for i, p in enumerate(params) if i not in self.out_idx]
+        self._shape_vars = func.handle.shape_vars()
+        self._compile()
+        self._prepare_call()
+
+    # ------------------------------------------------------------------ compile
+    def _compile(self):
+        t0 = time.perf_counter()
+        script = self.prim_func.script()
+        parts = {
+            "ir": script,
+            "ir_hash": self.prim_func.handle.structural_hash(),
+            "target": self.target,
+            "compiler": _C.host_compiler_id(),
+            "flags": self.compile_flags,
+            "pass_configs": self.pass_configs,
+            "version": _PACKAGE_VERSION,
+            "core": _C.build_id(),
+        }
+        self.cache_key = cache.key_of(parts)
+        entry = f"{self.prim_func.name}_entry"
+        hit = _memory_cache.get(self.cache_key)
+        self.cache_hit = "memory" if hit else None
+        if hit is None and cache.enabled():
+            found = cache.lookup(self.cache_key)
+            if found is not None:
+                lib_path, meta = found
+                try:
+                    module = _C.HostModule(str(lib_path))
+                    source = (lib_path.parent / "kernel.cpp").read_text()
+                    hit = (module, source)
+                    self.cache_hit = "disk"
+                except (TileLangError, OSError):
+                    hit = None
+        if hit is None:
+            lowered = _C.lower(self.prim_func.handle, self.target)
+            source = _C.codegen(lowered, self.target)
+            if cache.enabled():
+                d = cache.entry_dir(self.cache_key)
+                cache.store_meta(self.cache_key, {"name": self.prim_func.name, "target": self.target}, source)
+                lib_path = d / "kernel.so"
+            else:
+                import tempfile
+                d = Path(tempfile.mkdtemp(prefix="tilelang-"))
+                lib_path = d / "kernel.so"
+            _C.compile_host(source, str(lib_path), _include_dir(), self.compile_flags)
+            module = _C.HostModule(str(lib_path))
+            hit = (module, source)
+        self._module, self._source = hit
+        _memory_cache[self.cache_key] = hit
+        self._entry = self._module.entry(entry)
+        self.compile_time = time.perf_counter() - t0
+        if self.verbose:
+            print(f"[tilelang] {self.prim_func.name}: {'cache ' + self.cache_hit if self.cache_hit else 'compiled'} "
+                  f"in {self.compile_time * 1e3:.1f} ms")
+
+    # ------------------------------------------------------------------ call
+    def _prepare_call(self):
+        self._param_np_dtypes = []
+        for p in self.params:
+            self._param_np_dtypes.append(numpy_dtype(p.dtype))
+        self._shape_var_names = [v.name for v in self._shape_vars]
+
+    def __call__(self, *args, stream=None):
+        name = self.prim_func.name
+        n_in = len(self.input_params)
+        if len(args) == len(self.params) and self.out_idx:
+            inputs_given_all = True  # outputs passed explicitly
+        elif len(args) == n_in:
+            inputs_given_all = False
+        else:
+            names = ", ".join(p.name for p in self.input_params)
+            raise TypeError(f"{name}() takes {n_in} argument(s) ({names}), got {len(args)}")
+        binder = Binder(name)
+        ptrs = [0] * (len(self.params) + len(self._shape_vars))
+        keep = []
+        lib, like = "numpy", None
+        arg_iter = iter(args)
+        views = {}
+        for i, p in enumerate(self.params):
+            if i in self.out_idx and not inputs_given_all:
+                continue
+            a = next(arg_iter)
+            if p.kind == "scalar":
+                if not isinstance(a, (int, float, bool, np.integer, np.floating, np.bool_)):
+                    raise TypeError(f"{name}: argument '{p.name}' must be a {p.dtype} scalar, "
+                                    f"got {type(a).__name__}")
+                box = np.array([a], dtype=self._param_np_dtypes[i])
+                keep.append(box)
+                ptrs[i] = box.__array_interface__["data"][0]
+                continue
+            v = view_of(a, p.name)
+            if v.lib == "torch":
+                lib, like = "torch", a
+            self._check_buffer_arg(binder, p, v)
+            views[i] = v
+            ptrs[i] = v.ptr
+        binder.finish()
+        outputs = []
+        if not inputs_given_all:
+            for i in self.out_idx:
+                p = self.params[i]
+                shape = tuple(binder.evaluate(e) for e in p.shape)
+                out = allocate(lib, shape, p.dtype, like)
+                outputs.append(out)
+                ptrs[i] = view_of(out, p.name).ptr
+        shape_values = np.array([binder.values.get(n, 0) for n in self._shape_var_names], dtype=np.int64)
+        base = shape_values.__array_interface__["data"][0]
+        for k in range(len(self._shape_vars)):
+            ptrs[len(self.params) + k] = base + 8 * k
+        self._entry(ptrs)
+        if not outputs:
+            return None
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def _check_buffer_arg(self, binder, p, v):
+        name = self.prim_func.name
+        if v.device != "cpu":
+            raise ValueError(f"{name}: argument '{p.name}' is on device '{v.device}', but the kernel was "
+                             f"compiled for target '{self.target}' and needs host memory")
+        if v.dtype != p.dtype:
+            raise TypeError(f"{name}: argument '{p.name}' has dtype {v.dtype}, expected {p.dtype}")
+        if len(v.shape) != len(p.shape):
+            raise ValueError(f"{name}: argument '{p.name}' has shape {tuple(v.shape)} ({len(v.shape)}-D), "
+                             f"expected {shape_text(p.shape)} ({len(p.shape)}-D)")
+        text = shape_text(p.shape)
+        for d, (e, actual) in enumerate(zip(p.shape, v.shape)):
+            binder.dim(e, int(actual), f"{p.name}.shape[{d}]", p.name, text, v.shape)
+        # Strides: explicit ones are checked as declared, else the array must be row-major
+        # contiguous (dimensions of extent 1 may have any stride).
+        expected = 1
+        if p.strides:
+            for d, (e, actual, ext) in enumerate(zip(p.strides, v.strides, v.shape)):
+                binder.dim(e, int(actual), f"{p.name}.strides[{d}]", p.name, text, v.shape)
+            return
+        for d in range(len(v.shape) - 1, -1, -1):
+            if v.shape[d] != 1 and v.strides[d] != expected:
+                raise ValueError(
+                    f"{name}: argument '{p.name}' has strides {tuple(v.strides)} (in elements), expected a "
+                    f"contiguous row-major array; pass np.ascontiguousarray(...) / .contiguous()")
+            expected *= v.shape[d]
+
+    # ------------------------------------------------------------------ inspection
+    def get_kernel_source(self) -> str:
+        """The generated source of the kernel."""
+        return self._source
+
+    def get_host_source(self) -> str:
+        return self._source
+
+    def show_source(self):
+        print(self._source)
+
+    def show_ir(self):
+        print(self.prim_func.script())
+
+    def get_profiler(self, tensor_supply_type=None):
+        from ..profiler import Profiler
+        return Profiler(self, tensor_supply_type)
+
+    @property
+    def kernel_source(self):
+        return self._source
+
+    def __repr__(self):
+        return f"JITKernel({self.prim_func.name}, target={self.target})"

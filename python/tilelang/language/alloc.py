@@ -1,0 +1,48 @@
+"""Buffer allocation inside a kernel: shared memory, fragments, per-thread locals, scalars."""
+from __future__ import annotations
+
+from .. import _C
+from ..dtypes import canonical
+from ..ir import Buffer, is_expr
+from ..parser import builder as _builder
+
+
+def _alloc(shape, dtype, scope, default_name, attrs=None):
+    b = _builder.require("T.alloc_*")
+    if not isinstance(shape, (tuple, list)):
+        shape = (shape,)
+    name = b.take_name(default_name)
+    handle = _C.make_buffer(name, canonical(dtype), list(shape), scope, None)
+    b.emit_alloc(handle, attrs)
+    return Buffer(handle)
+
+
+def alloc_shared(shape, dtype, scope="shared.dyn"):
+    """A tile in the block's shared memory."""
+    return _alloc(shape, dtype, scope, "shared")
+
+
+def alloc_fragment(shape, dtype, scope="local.fragment"):
+    """A tile spread over the block's threads (registers on a GPU)."""
+    return _alloc(shape, dtype, scope, "fragment")
+
+
+def alloc_local(shape, dtype, scope="local"):
+    """A small array private to each thread."""
+    return _alloc(shape, dtype, scope, "local")
+
+
+def alloc_var(dtype, *args, scope="local.var", init=None):
+    """A scalar variable: read it by name, assign it with `x = value`."""
+    if args:
+        if init is not None:
+            raise TypeError("T.alloc_var: init given twice")
+        init = args[0]
+    attrs = {}
+    if init is not None:
+        attrs["init"] = init if is_expr(init) else _C.const(init, canonical(dtype))
+    return _alloc((1,), dtype, scope, "var", attrs)
+
+
+def alloc_reducer(shape, dtype, op="sum", replication=None):
+    return alloc_fragment(shape, dtype)

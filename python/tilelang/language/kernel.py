@@ -1,0 +1,42 @@
+"""T.Kernel: the launch of a grid of blocks, and the indices available inside it."""
+from __future__ import annotations
+
+from ..parser import builder as _builder
+
+
+class KernelSpec:
+    def __init__(self, grid, threads, prelude=None):
+        self.grid = list(grid)
+        self.threads = threads
+
+
+def Kernel(*grid, threads=128, is_cpu=False, prelude=None):
+    """`with T.Kernel(gx, gy, threads=128) as (bx, by):` launches gx * gy blocks."""
+    if not grid:
+        raise TypeError("T.Kernel needs at least one grid extent")
+    if len(grid) > 3:
+        raise TypeError(f"T.Kernel takes 1 to 3 grid extents, got {len(grid)}")
+    if isinstance(threads, int):
+        threads = [threads]
+    threads = [int(t) for t in threads]
+    if not 1 <= len(threads) <= 3:
+        raise TypeError("threads= takes 1 to 3 extents")
+    return KernelSpec(grid, threads, prelude)
+
+
+def get_thread_binding(dim: int = 0):
+    """The index of the current thread within its block along dim (GPU targets)."""
+    b = _builder.require("T.get_thread_binding")
+    if not b.kernels:
+        raise _builder.error(_builder.error_cls("TileLangSyntaxError"),
+                             "T.get_thread_binding is used outside a T.Kernel block")
+    thread_vars = b.kernels[-1][0]
+    if not 0 <= dim < len(thread_vars):
+        raise _builder.error(_builder.error_cls("TileLangTypeError"),
+                             f"T.get_thread_binding({dim}): the kernel has {len(thread_vars)} thread dimension(s)")
+    return thread_vars[dim]
+
+
+def get_thread_bindings():
+    b = _builder.require("T.get_thread_bindings")
+    return list(b.kernels[-1][0])

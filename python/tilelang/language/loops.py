@@ -1,0 +1,51 @@
+"""Loop constructors: the parser turns `for ... in T.Parallel(...)` etc. into IR loops."""
+from __future__ import annotations
+
+
+class LoopSpec:
+    """What a `for` statement iterates over when it is a kernel loop."""
+
+    def __init__(self, kind: str, ranges, attrs=None):
+        self.kind = kind          # "serial", "parallel", "unroll", "vectorized", "pipelined"
+        self.ranges = ranges      # [(min, extent)], one per loop variable
+        self.attrs = attrs or {}
+
+
+def _range(args, name):
+    if len(args) == 1:
+        return (0, args[0])
+    if len(args) == 2:
+        return (args[0], args[1] - args[0])
+    if len(args) == 3 and (args[2] == 1 if isinstance(args[2], int) else False):
+        return (args[0], args[1] - args[0])
+    raise TypeError(f"{name} takes (stop) or (start, stop)")
+
+
+def Parallel(*extents, coalesced_width=None, loop_layout=None):
+    """Element-wise work over a tile: every iteration is independent."""
+    if not extents:
+        raise TypeError("T.Parallel needs at least one extent")
+    return LoopSpec("parallel", [(0, e) for e in extents])
+
+
+def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None, group=None):
+    """A loop whose iterations the compiler overlaps (copies of the next with compute of this)."""
+    rng = (0, start) if stop is None else (start, stop - start)
+    attrs = {"num_stages": int(num_stages)}
+    if order is not None:
+        attrs["order"] = [int(x) for x in order]
+    if stage is not None:
+        attrs["stage"] = [int(x) for x in stage]
+    return LoopSpec("pipelined", [rng], attrs)
+
+
+def serial(*args, annotations=None):
+    return LoopSpec("serial", [_range(args, "T.serial")])
+
+
+def unroll(*args, explicit=False, unroll_factor=None, annotations=None):
+    return LoopSpec("unroll", [_range(args, "T.unroll")])
+
+
+def vectorized(*args, annotations=None):
+    return LoopSpec("vectorized", [_range(args, "T.vectorized")])

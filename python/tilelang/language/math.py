@@ -1,0 +1,159 @@
+"""Scalar math, casts, selects and constants. Python numbers fold in Python; kernel values
+become IR calls."""
+from __future__ import annotations
+
+import builtins
+import math as _pymath
+
+from .. import _C
+from ..dtypes import canonical
+from ..ir import const_value, is_expr
+
+
+def _any_expr(*xs):
+    return any(is_expr(x) for x in xs)
+
+
+def _unary(name):
+    def fn(x):
+        return _C.call(name, [x])
+    fn.__name__ = name
+    fn.__doc__ = f"T.{name}(x), computed in the argument's float type (float32 for integers)."
+    return fn
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+exp10 = _unary("exp10")
+log = _unary("log")
+log2 = _unary("log2")
+log10 = _unary("log10")
+log1p = _unary("log1p")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+erf = _unary("erf")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")  # noqa: A001
+trunc = _unary("trunc")
+isnan = _unary("isnan")
+isinf = _unary("isinf")
+
+
+def abs(x):  # noqa: A001
+    if not is_expr(x):
+        return builtins.abs(x)
+    return _C.call("abs", [x])
+
+
+def pow(x, y):  # noqa: A001
+    return _C.call("pow", [x, y])
+
+
+def fmod(x, y):
+    return _C.call("fmod", [x, y])
+
+
+def max(a, b, *rest):  # noqa: A001
+    out = builtins.max(a, b) if not _any_expr(a, b) else _C.binary("max", a, b)
+    for r in rest:
+        out = max(out, r)
+    return out
+
+
+def min(a, b, *rest):  # noqa: A001
+    out = builtins.min(a, b) if not _any_expr(a, b) else _C.binary("min", a, b)
+    for r in rest:
+        out = min(out, r)
+    return out
+
+
+def ceildiv(a, b):
+    """(a + b - 1) // b."""
+    if not _any_expr(a, b):
+        return -(-a // b)
+    return (a + b - 1) // b
+
+
+def floordiv(a, b):
+    return a // b if not _any_expr(a, b) else _C.binary("floordiv", a, b)
+
+
+def floormod(a, b):
+    return a % b if not _any_expr(a, b) else _C.binary("floormod", a, b)
+
+
+def truncdiv(a, b):
+    if not _any_expr(a, b):
+        return int(a / b)
+    return _C.binary("div", a, b)
+
+
+def truncmod(a, b):
+    if not _any_expr(a, b):
+        return _pymath.fmod(a, b) if isinstance(a, float) or isinstance(b, float) else a - b * int(a / b)
+    return _C.binary("mod", a, b)
+
+
+def cast(value, dtype):
+    """value converted to dtype."""
+    return _C.cast(canonical(dtype), value)
+
+
+def Cast(dtype, value):
+    return _C.cast(canonical(dtype), value)
+
+
+def if_then_else(cond, true_value, false_value):
+    """true_value where cond holds, else false_value (both are evaluated)."""
+    if not is_expr(cond):
+        return true_value if cond else false_value
+    return _C.select(cond, true_value, false_value)
+
+
+Select = if_then_else
+
+
+def And(a, b):
+    return _C.binary("and", a, b)
+
+
+def Or(a, b):
+    return _C.binary("or", a, b)
+
+
+def Not(a):
+    return _C.logical_not(a)
+
+
+def infinity(dtype):
+    return _C.infinity(canonical(dtype))
+
+
+def max_value(dtype):
+    return _C.max_value(canonical(dtype))
+
+
+def min_value(dtype):
+    return _C.min_value(canonical(dtype))
+
+
+def const(value, dtype="int32"):
+    return _C.const(value, canonical(dtype))
+
+
+def FloatImm(dtype, value):
+    return _C.const(float(value), canonical(dtype))
+
+
+def IntImm(dtype, value):
+    return _C.const(int(value), canonical(dtype))
+
+
+def constant_value(x):
+    return const_value(x)

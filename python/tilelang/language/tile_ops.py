@@ -1,0 +1,168 @@
+"""Tile operators: whole-tile copies, fills, matrix multiplies, reductions, scans, atomics."""
+from __future__ import annotations
+
+from .. import _C
+from ..errors import TileLangShapeError, TileLangTypeError
+from ..ir import Buffer, Region, full_region, is_expr
+from ..parser import builder as _builder
+from .types import GemmWarpPolicy
+
+
+def _region_of_load(load, other_shape, what):
+    """`A[i, j]` given where a region is expected: a region starting there, shaped like the
+    other operand (its extents aligned to A's trailing dimensions)."""
+    handle, indices = _C.load_parts(load)
+    buf = Buffer(handle)
+    rank = len(indices)
+    if other_shape is None:
+        return Region(buf, [(i, 1) for i in indices])
+    other = list(other_shape)
+    if len(other) > rank:
+        raise _builder.error(
+            TileLangShapeError,
+            f"{what}: {buf.name}[...] starts a region of rank {rank}, but the other operand has rank {len(other)}",
+            "give the region explicitly with slices, e.g. A[i:i + 64, j:j + 32]")
+    extents = [1] * (rank - len(other)) + other
+    return Region(buf, list(zip(indices, extents)))
+
+
+def _as_region(x, other_shape, what, role):
+    if isinstance(x, Region):
+        return x
+    if isinstance(x, Buffer):
+        return full_region(x)
+    if is_expr(x) and x.kind == "BufferLoad":
+        return _region_of_load(x, other_shape, what)
+    raise _builder.error(TileLangTypeError,
+                         f"{what}: the {role} must be a buffer or a buffer region, got {type(x).__name__}",
+                         "pass a buffer (A_shared) or a region (A[by * 64, k * 32] or A[0:64, 0:32])")
+
+
+def _shape_of(x):
+    if isinstance(x, (Region, Buffer)):
+        return [e for e in (x.ranges if isinstance(x, Region) else full_region(x).ranges)]
+    return None
+
+
+def _extents(x):
+    if isinstance(x, Region):
+        return [e for _, e in x.ranges]
+    if isinstance(x, Buffer):
+        return list(x.handle.shape)
+    return None
+
+
+def _emit(op, regions, args=(), attrs=None):
+    b = _builder.require(f"T.{op}")
+    b.emit(_C.tile_op(op, [r.as_tuple() for r in regions], list(args), attrs or {}))
+
+
+def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None, loop_layout=None):
+    """dst = src, element by element (cast to dst's dtype); reads past a global tensor's end
+    give 0 and writes past it are skipped."""
+    dst_ext, src_ext = _extents(dst), _extents(src)
+    if dst_ext is None and src_ext is None and is_expr(src) and is_expr(dst):
+        # Two element loads: a one-element copy.
+        src_r = _region_of_load(src, None, "T.copy")
+        dst_r = _region_of_load(dst, None, "T.copy")
+    else:
+        src_r = _as_region(src, _squeeze(dst_ext), "T.copy", "source")
+        dst_r = _as_region(dst, _squeeze([e for _, e in src_r.ranges]), "T.copy", "destination")
+    _emit("copy", [src_r, dst_r])
+
+
+def _squeeze(extents):
+    if extents is None:
+        return None
+    out = [e for e in extents if not (isinstance(e, int) and e == 1)
+           and not (is_expr(e) and e.kind == "IntImm" and e.value == 1)]
+    return out
+
+
+def fill(buffer, value):
+    """Every element of buffer (or region) set to value."""
+    _emit("fill", [_as_region(buffer, None, "T.fill", "destination")], [value])
+
+
+def clear(buffer):
+    """Every element set to zero."""
+    fill(buffer, 0)
+
+
+def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
+         clear_accum=False, k_pack=1, wg_wait=0, mbar=None):
+    """C (+)= op(A) @ op(B), where op transposes when asked; accumulates in C's dtype."""
+    regions = [_as_region(x, None, "T.gemm", role) for x, role in ((A, "A"), (B, "B"), (C, "C"))]
+    attrs = {"transpose_A": int(bool(transpose_A)), "transpose_B": int(bool(transpose_B)),
+             "clear_accum": int(bool(clear_accum)), "policy": int(policy), "k_pack": int(k_pack)}
+    _emit("gemm", regions, (), attrs)
+
+
+def _reduce(kind, buffer, out, dim, clear):
+    src = _as_region(buffer, None, f"T.reduce_{kind}", "source")
+    dst = _as_region(out, None, f"T.reduce_{kind}", "destination")
+    rank = len(src.ranges)
+    d = dim + rank if dim < 0 else dim
+    _emit("reduce", [src, dst], (), {"type": kind, "dim": int(d), "clear": int(bool(clear))})
+
+
+def reduce_max(buffer, out, dim=-1, clear=True):
+    _reduce("max", buffer, out, dim, clear)
+
+
+def reduce_min(buffer, out, dim=-1, clear=True):
+    _reduce("min", buffer, out, dim, clear)
+
+
+def reduce_sum(buffer, out, dim=-1, clear=True):
+    _reduce("sum", buffer, out, dim, clear)
+
+
+def reduce_abssum(buffer, out, dim=-1, clear=True):
+    _reduce("abssum", buffer, out, dim, clear)
+
+
+def reduce_absmax(buffer, out, dim=-1, clear=True):
+    _reduce("absmax", buffer, out, dim, clear)
+
+
+def cumsum(src, dst=None, dim=0, reverse=False):
+    """Inclusive prefix sum along dim (in place when dst is omitted)."""
+    s = _as_region(src, None, "T.cumsum", "source")
+    d = s if dst is None else _as_region(dst, None, "T.cumsum", "destination")
+    rank = len(s.ranges)
+    dim = dim + rank if dim < 0 else dim
+    _emit("cumsum", [s, d], (), {"dim": int(dim), "reverse": int(bool(reverse))})
+
+
+def _atomic(kind, dst, value):
+    b = _builder.require(f"T.atomic_{kind}")
+    if is_expr(dst) and dst.kind == "BufferLoad" and not isinstance(value, (Buffer, Region)):
+        b.emit(_C.evaluate(_C.call_void(f"atomic_{kind}", [dst, value])))
+        return
+    src_ext = _extents(value)
+    d = _as_region(dst, _squeeze(src_ext), f"T.atomic_{kind}", "destination")
+    s = _as_region(value, _squeeze([e for _, e in d.ranges]), f"T.atomic_{kind}", "value")
+    _emit(f"atomic_{kind}", [d, s])
+
+
+def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
+    """dst += value atomically (an element, or element-wise over a region)."""
+    _atomic("add", dst, value)
+
+
+def atomic_max(dst, value, memory_order=None, return_prev=False):
+    _atomic("max", dst, value)
+
+
+def atomic_min(dst, value, memory_order=None, return_prev=False):
+    _atomic("min", dst, value)
+
+
+def print(obj, msg="", warp_group_id=0, warp_id=0):  # noqa: A001 - the DSL's name
+    """Prints a scalar or every element of a buffer, prefixed by msg."""
+    b = _builder.require("T.print")
+    if isinstance(obj, (Buffer, Region)):
+        _emit("print", [_as_region(obj, None, "T.print", "buffer")], (), {"msg": str(msg)})
+    else:
+        b.emit(_C.evaluate(_C.call_void("print", [_C.string(str(msg)), obj])))

@@ -1,0 +1,641 @@
+"""Python AST -> IR.
+
+The parser walks a kernel's syntax tree and evaluates it. Python-level values (closure
+constants, tile sizes, dtypes, helper functions, loops over lists, `if` on Python values)
+are computed right here, at parse time. Everything that depends on kernel arguments or
+loop variables is an IR expression (the C++ handles overload Python's operators), and the
+statements that act on such values become IR statements in the builder.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import operator
+import textwrap
+
+from .. import _C
+from ..errors import (TileLangError, TileLangNameError, TileLangSyntaxError, TileLangTypeError)
+from ..ir import Buffer, Region, is_expr
+from . import builder as _builder
+
+_BINOPS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+    ast.MatMult: operator.matmul,
+}
+_CMPOPS = {
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
+_IR_BINOP_NAMES = {ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>", ast.MatMult: "@"}
+_PYTHON_LOOP_LIMIT = 1 << 16
+
+
+class VarRef:
+    """A name bound to a T.alloc_var buffer: reading it loads, assigning it stores."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer: Buffer):
+        self.buffer = buffer
+
+
+class Scope:
+    __slots__ = ("names", "ir")
+
+    def __init__(self, ir: bool):
+        self.names = {}
+        self.ir = ir  # opened by a kernel construct (loop body, branch, kernel)
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+class _Return(Exception):
+    def __init__(self, value):
+        self.value = value
+
+
+def _source_of(fn):
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    except (OSError, TypeError) as e:
+        raise TileLangSyntaxError(
+            f"cannot read the source of '{getattr(fn, '__name__', fn)}': {e}", None, None,
+            "kernels must be defined in a file (not typed into an interactive prompt or exec)") from e
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    ast.increment_lineno(tree, start - 1)
+    fdef = tree.body[0]
+    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise TileLangSyntaxError("a kernel must be a function definition", file, start)
+    return file, fdef
+
+
+def _closure_of(fn):
+    out = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # a free variable not assigned yet
+            pass
+    return out
+
+
+class Parser:
+    """Evaluates one function body (a prim_func, or a macro inlined into one)."""
+
+    def __init__(self, fn, builder):
+        self.fn = fn
+        self.file, self.fdef = _source_of(fn)
+        self.globals = fn.__globals__
+        self.closure = _closure_of(fn)
+        self.builder = builder
+        self.scopes = [Scope(ir=False)]
+
+    # ------------------------------------------------------------------ names
+    def lookup(self, name: str, node):
+        for scope in reversed(self.scopes):
+            if name in scope.names:
+                return scope.names[name]
+        if name in self.closure:
+            return self.closure[name]
+        if name in self.globals:
+            return self.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise self.error(TileLangNameError, f"name '{name}' is not defined", node,
+                         "define it in the enclosing Python scope, or pass it as a parameter")
+
+    def find_binding(self, name):
+        """(scope index, value) of the innermost binding of name, or (None, None)."""
+        for i in range(len(self.scopes) - 1, -1, -1):
+            if name in self.scopes[i].names:
+                return i, self.scopes[i].names[name]
+        return None, None
+
+    def bind(self, name: str, value, node):
+        idx, old = self.find_binding(name)
+        if isinstance(old, VarRef) and not isinstance(value, (Buffer, VarRef)):
+            self.builder.emit(_C.store(old.buffer.handle, value, [0]))
+            return
+        crosses_kernel_scope = idx is not None and any(s.ir for s in self.scopes[idx + 1:])
+        if crosses_kernel_scope:
+            raise self.error(
+                TileLangSyntaxError,
+                f"'{name}' is reassigned inside a kernel loop or branch but defined outside it", node,
+                f"make it a kernel variable: {name} = T.alloc_var(dtype) before the loop, then assign it")
+        if is_expr(value) and value.kind not in ("IntImm", "FloatImm", "StringImm", "Var") \
+                and self.builder.frames:
+            # A kernel value bound to a name is evaluated once, here (a let binding), so that
+            # later stores to buffers it read from do not change it.
+            var = _C.var(name, value.dtype)
+            self.builder.emit_let(var, value)
+            value = var
+        elif isinstance(value, Buffer) and value.scope == "local.var" and self._is_fresh_alloc(value):
+            value = VarRef(value)
+        self.scopes[-1].names[name] = value
+
+    def _is_fresh_alloc(self, buf: Buffer) -> bool:
+        items = self.builder.frames[-1].items
+        return bool(items) and items[-1][0] == "alloc" and items[-1][1].same_as(buf.handle)
+
+    # ------------------------------------------------------------------ errors
+    def error(self, cls, message, node=None, hint=None):
+        line = getattr(node, "lineno", None) or self.builder.line
+        return cls(message, self.file, line, hint)
+
+    def wrap(self, e: Exception, node):
+        if isinstance(e, NameError):
+            cls = TileLangNameError
+        elif isinstance(e, TypeError):
+            cls = TileLangTypeError
+        else:
+            cls = TileLangError
+        return self.error(cls, f"{type(e).__name__}: {e}", node)
+
+    # ------------------------------------------------------------------ statements
+    def visit_body(self, stmts):
+        for s in stmts:
+            self.visit_stmt(s)
+
+    def visit_stmt(self, node):
+        self.builder.set_line(node.lineno, node.col_offset)
+        handler = getattr(self, "stmt_" + type(node).__name__, None)
+        if handler is None:
+            raise self.error(TileLangSyntaxError, f"'{_describe(node)}' is not supported in a kernel", node,
+                             _UNSUPPORTED_HINTS.get(type(node).__name__))
+        try:
+            handler(node)
+        except (TileLangError, _Break, _Continue, _Return):
+            raise
+        except Exception as e:  # an error raised by Python code the kernel called
+            raise self.wrap(e, node) from e
+
+    def stmt_Expr(self, node):
+        value = self.ev(node.value)
+        if is_expr(value) and value.kind == "Call":
+            self.builder.emit(_C.evaluate(value))
+
+    def stmt_Pass(self, node):
+        pass
+
+    def stmt_Assign(self, node):
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self.builder.pending_name = node.targets[0].id
+        try:
+            value = self.ev(node.value)
+        finally:
+            self.builder.pending_name = None
+        for target in node.targets:
+            self.assign(target, value, node)
+
+    def stmt_AnnAssign(self, node):
+        if node.value is None:
+            return
+        value = self.ev(node.value)
+        ann = self.ev(node.annotation)
+        if is_expr(value) and isinstance(ann, str):
+            value = _C.cast(str(ann), value)
+        self.assign(node.target, value, node)
+
+    def stmt_AugAssign(self, node):
+        op = _BINOPS[type(node.op)]
+        target = node.target
+        if isinstance(target, ast.Name):
+            current = self.ev(target)
+            self.assign(target, self.binop(op, current, self.ev(node.value), node), node)
+        elif isinstance(target, ast.Subscript):
+            obj = self.ev(target.value)
+            key = self.ev(target.slice)
+            current = obj[key]
+            self.store(obj, key, self.binop(op, current, self.ev(node.value), node), node)
+        else:
+            raise self.error(TileLangSyntaxError, "unsupported augmented assignment target", node)
+
+    def assign(self, target, value, node):
+        if isinstance(target, ast.Name):
+            self.bind(target.id, value, node)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            try:
+                values = list(value)
+            except TypeError:
+                raise self.error(TileLangTypeError, "cannot unpack a kernel value into several names", node)
+            if len(values) != len(target.elts):
+                raise self.error(TileLangTypeError,
+                                 f"cannot unpack {len(values)} values into {len(target.elts)} names", node)
+            for t, v in zip(target.elts, values):
+                self.assign(t, v, node)
+        elif isinstance(target, ast.Subscript):
+            self.store(self.ev(target.value), self.ev(target.slice), value, node)
+        else:
+            raise self.error(TileLangSyntaxError, f"cannot assign to '{_describe(target)}'", node)
+
+    def store(self, obj, key, value, node):
+        if isinstance(obj, VarRef):
+            obj = obj.buffer
+        if isinstance(obj, Buffer):
+            idx = obj._normalise_key(key)
+            if any(isinstance(k, slice) for k in idx):
+                raise self.error(TileLangSyntaxError, f"assignment to a slice of buffer '{obj.name}'", node,
+                                 "assign elements inside a T.Parallel loop, or use T.fill / T.copy")
+            if isinstance(value, (Buffer, Region)):
+                raise self.error(TileLangTypeError, f"a buffer is assigned to an element of '{obj.name}'", node,
+                                 "use T.copy to copy a tile")
+            self.builder.emit(_C.store(obj.handle, value, list(idx)))
+        else:
+            obj[key] = value  # a Python container
+
+    def stmt_Return(self, node):
+        raise _Return(None if node.value is None else self.ev(node.value))
+
+    def stmt_Break(self, node):
+        raise _Break()
+
+    def stmt_Continue(self, node):
+        raise _Continue()
+
+    def stmt_Assert(self, node):
+        cond = self.ev(node.test)
+        if is_expr(cond) and cond.kind != "IntImm":
+            raise self.error(TileLangSyntaxError, "assert on a kernel value is not supported", node,
+                             "assert only on Python values (shapes, tile sizes) at parse time")
+        if not cond:
+            msg = self.ev(node.msg) if node.msg is not None else "assertion failed"
+            raise self.error(TileLangError, f"kernel assertion failed: {msg}", node)
+
+    def stmt_If(self, node):
+        cond = self.ev(node.test)
+        if not is_expr(cond) or cond.kind == "IntImm":
+            self.visit_body(node.body if cond else node.orelse)  # decided at parse time
+            return
+        then_body = self.ir_block(node.body)
+        else_body = self.ir_block(node.orelse) if node.orelse else None
+        self.builder.set_line(node.lineno, node.col_offset)
+        self.builder.emit(_C.if_(cond, then_body, else_body))
+
+    def ir_block(self, stmts):
+        """Parses stmts as a block of kernel code with its own frame and names."""
+        self.builder.push()
+        self.scopes.append(Scope(ir=True))
+        try:
+            for s in stmts:
+                try:
+                    self.visit_stmt(s)
+                except (_Break, _Continue) as e:
+                    raise self.error(TileLangSyntaxError, f"'{type(e).__name__[1:].lower()}' in a kernel loop",
+                                     s, "kernel loops always run to the end; use an if inside the loop")
+        finally:
+            self.scopes.pop()
+            body = self.builder.pop()
+        return body
+
+    def stmt_While(self, node):
+        for _ in range(_PYTHON_LOOP_LIMIT):
+            cond = self.ev(node.test)
+            if is_expr(cond) and cond.kind != "IntImm":
+                raise self.error(TileLangSyntaxError, "a while loop whose condition is a kernel value", node,
+                                 "use `for i in T.serial(n)` with an `if` inside")
+            if not cond:
+                break
+            try:
+                self.visit_body(node.body)
+            except _Break:
+                break
+            except _Continue:
+                continue
+        else:
+            raise self.error(TileLangSyntaxError, "a parse-time while loop ran too many iterations", node)
+
+    def stmt_For(self, node):
+        spec = self.loop_spec(node.iter)
+        if spec is None:
+            self.python_for(node)
+            return
+        from ..language.loops import LoopSpec  # noqa: F401 - documents the type
+        names = _target_names(node.target)
+        if names is None:
+            raise self.error(TileLangSyntaxError, "a kernel loop variable must be a name or a tuple of names",
+                             node)
+        if len(names) != len(spec.ranges):
+            raise self.error(TileLangTypeError,
+                             f"{len(spec.ranges)} loop extent(s) but {len(names)} loop variable(s)", node,
+                             f"write `for {', '.join('i%d' % k for k in range(len(spec.ranges)))} in ...`")
+        loop_vars = []
+        for name, (mn, ext) in zip(names, spec.ranges):
+            dtype = "int64" if "int64" in (getattr(mn, "dtype", ""), getattr(ext, "dtype", "")) else "int32"
+            loop_vars.append(_C.var(name, dtype))
+        self.builder.push()
+        self.scopes.append(Scope(ir=True))
+        try:
+            for name, v in zip(names, loop_vars):
+                self.scopes[-1].names[name] = v
+            for s in node.body:
+                try:
+                    self.visit_stmt(s)
+                except (_Break, _Continue) as e:
+                    raise self.error(TileLangSyntaxError, f"'{type(e).__name__[1:].lower()}' in a kernel loop",
+                                     s, "kernel loops always run to the end; use an if inside the loop")
+        finally:
+            self.scopes.pop()
+            body = self.builder.pop()
+        self.builder.set_line(node.lineno, node.col_offset)
+        for k in range(len(loop_vars) - 1, -1, -1):
+            mn, ext = spec.ranges[k]
+            attrs = spec.attrs if k == 0 else {}
+            body = _C.for_(loop_vars[k], mn, ext, spec.kind, body, attrs)
+        if node.orelse:
+            raise self.error(TileLangSyntaxError, "for ... else in a kernel loop", node)
+        self.builder.emit(body)
+
+    def loop_spec(self, iter_node):
+        from ..language.loops import LoopSpec, serial
+        if isinstance(iter_node, ast.Call):
+            fn = self.ev(iter_node.func)
+            if fn is builtins.range:
+                args = [self.ev(a) for a in iter_node.args]
+                return serial(*args)
+            value = self.call(fn, iter_node)
+        else:
+            value = self.ev(iter_node)
+        if isinstance(value, LoopSpec):
+            return value
+        self._python_iterable = value
+        return None
+
+    def python_for(self, node):
+        iterable = self._python_iterable
+        count = 0
+        for item in iterable:
+            count += 1
+            if count > _PYTHON_LOOP_LIMIT:
+                raise self.error(TileLangSyntaxError, "a parse-time loop ran too many iterations", node)
+            self.assign(node.target, item, node)
+            try:
+                self.visit_body(node.body)
+            except _Break:
+                return
+            except _Continue:
+                continue
+        else:
+            self.visit_body(node.orelse)
+
+    def stmt_With(self, node):
+        from ..language.kernel import KernelSpec
+        if len(node.items) != 1:
+            raise self.error(TileLangSyntaxError, "a with statement in a kernel takes one T.Kernel(...)", node)
+        item = node.items[0]
+        spec = self.ev(item.context_expr)
+        if not isinstance(spec, KernelSpec):
+            raise self.error(TileLangSyntaxError, "the only with-block in a kernel is `with T.Kernel(...)`", node)
+        if self.builder.kernels:
+            raise self.error(TileLangSyntaxError, "T.Kernel blocks cannot be nested", node)
+        default_names = ["bx", "by", "bz"]
+        names = _target_names(item.optional_vars) if item.optional_vars is not None else []
+        if names is None:
+            raise self.error(TileLangSyntaxError, "`as` of T.Kernel takes a name or a tuple of names", node)
+        if len(names) > len(spec.grid):
+            raise self.error(TileLangTypeError,
+                             f"T.Kernel has {len(spec.grid)} grid extent(s) but binds {len(names)} name(s)", node)
+        block_vars = []
+        for d, extent in enumerate(spec.grid):
+            name = names[d] if d < len(names) else default_names[d]
+            dtype = getattr(extent, "dtype", "int32")
+            block_vars.append(_C.var(name, dtype if dtype in ("int32", "int64") else "int32"))
+        thread_vars = [_C.var(n, "int32") for n in ("tx", "ty", "tz")[: len(spec.threads)]]
+        self.builder.kernels.append((thread_vars, spec.threads))
+        self.builder.push()
+        self.scopes.append(Scope(ir=True))
+        try:
+            for name, v in zip(names, block_vars):
+                self.scopes[-1].names[name] = v
+            self.visit_body(node.body)
+        finally:
+            self.scopes.pop()
+            body = self.builder.pop()
+            self.builder.kernels.pop()
+        self.builder.set_line(node.lineno, node.col_offset)
+        self.builder.emit(_C.kernel(block_vars, list(spec.grid), thread_vars, spec.threads, body))
+
+    # ------------------------------------------------------------------ expressions
+    def ev(self, node):
+        handler = getattr(self, "ex_" + type(node).__name__, None)
+        if handler is None:
+            return self.ev_python(node)
+        return handler(node)
+
+    def ex_Constant(self, node):
+        return node.value
+
+    def ex_Name(self, node):
+        value = self.lookup(node.id, node)
+        if isinstance(value, VarRef):
+            return _C.load(value.buffer.handle, [0])
+        return value
+
+    def ex_Attribute(self, node):
+        obj = self.ev(node.value)
+        try:
+            return getattr(obj, node.attr)
+        except AttributeError:
+            owner = _describe(node.value)
+            raise self.error(TileLangNameError, f"'{owner}' has no attribute '{node.attr}'", node,
+                             "check the spelling; the kernel language's names are listed in tilelang.language")
+
+    def ex_Subscript(self, node):
+        obj = self.ev(node.value)
+        key = self.ev(node.slice)
+        if isinstance(obj, VarRef):
+            obj = obj.buffer
+        return obj[key]
+
+    def ex_Index(self, node):  # Python < 3.9
+        return self.ev(node.value)
+
+    def ex_Slice(self, node):
+        ev = lambda n: None if n is None else self.ev(n)  # noqa: E731
+        return slice(ev(node.lower), ev(node.upper), ev(node.step))
+
+    def ex_Tuple(self, node):
+        return tuple(self.ev_elts(node.elts))
+
+    def ex_List(self, node):
+        return list(self.ev_elts(node.elts))
+
+    def ev_elts(self, elts):
+        out = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                out.extend(self.ev(e.value))
+            else:
+                out.append(self.ev(e))
+        return out
+
+    def binop(self, op, a, b, node):
+        if (is_expr(a) or is_expr(b)) and op in (operator.xor, operator.lshift, operator.rshift, operator.matmul):
+            sym = {operator.xor: "^", operator.lshift: "<<", operator.rshift: ">>", operator.matmul: "@"}[op]
+            raise self.error(TileLangSyntaxError, f"operator '{sym}' on kernel values is not supported", node)
+        if isinstance(a, (Buffer, Region)) or isinstance(b, (Buffer, Region)):
+            raise self.error(TileLangTypeError, "arithmetic on a whole buffer", node,
+                             "index the buffer (A[i, j]) inside a T.Parallel loop")
+        return op(a, b)
+
+    def ex_BinOp(self, node):
+        return self.binop(_BINOPS[type(node.op)], self.ev(node.left), self.ev(node.right), node)
+
+    def ex_UnaryOp(self, node):
+        v = self.ev(node.operand)
+        if isinstance(node.op, ast.Not):
+            return _C.logical_not(v) if is_expr(v) else not v
+        if isinstance(node.op, ast.USub):
+            return -v
+        if isinstance(node.op, ast.UAdd):
+            return +v
+        return ~v
+
+    def ex_BoolOp(self, node):
+        is_and = isinstance(node.op, ast.And)
+        result = None
+        for i, value_node in enumerate(node.values):
+            v = self.ev(value_node)
+            if i == 0:
+                result = v
+            elif is_expr(result) or is_expr(v):
+                result = _C.binary("and" if is_and else "or", result, v)
+            else:
+                result = (result and v) if is_and else (result or v)
+            if not is_expr(result) and (not result if is_and else result):
+                return result  # short circuit on a Python value
+        return result
+
+    def ex_Compare(self, node):
+        left = self.ev(node.left)
+        result = None
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.ev(right_node)
+            r = _CMPOPS[type(op)](left, right)
+            if result is None:
+                result = r
+            elif is_expr(result) or is_expr(r):
+                result = _C.binary("and", result, r)
+            else:
+                result = result and r
+            left = right
+        return result
+
+    def ex_IfExp(self, node):
+        cond = self.ev(node.test)
+        if not is_expr(cond) or cond.kind == "IntImm":
+            return self.ev(node.body if cond else node.orelse)
+        return _C.select(cond, self.ev(node.body), self.ev(node.orelse))
+
+    def ex_Call(self, node):
+        fn = self.ev(node.func)
+        return self.call(fn, node)
+
+    def call(self, fn, node):
+        args = self.ev_elts(node.args)
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                kwargs.update(self.ev(kw.value))
+            else:
+                kwargs[kw.arg] = self.ev(kw.value)
+        self.builder.set_line(node.lineno, node.col_offset)
+        if isinstance(fn, Macro):
+            return fn.inline(self.builder, args, kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except TileLangError:
+            raise
+        except (TypeError, ValueError) as e:
+            name = _describe(node.func)
+            raise self.error(TileLangTypeError, f"{name}(...): {e}", node) from e
+
+    def ev_python(self, node):
+        """Anything else (comprehensions, f-strings, lambdas, dicts) is plain Python, evaluated
+        with the kernel's names in scope."""
+        env = dict(self.globals)
+        env.update(self.closure)
+        for scope in self.scopes:
+            for k, v in scope.names.items():
+                env[k] = _C.load(v.buffer.handle, [0]) if isinstance(v, VarRef) else v
+        code = compile(ast.fix_missing_locations(ast.Expression(node)), self.file, "eval")
+        return eval(code, env)  # noqa: S307 - the user's own kernel source
+
+
+def _target_names(target):
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in target.elts):
+        return [e.id for e in target.elts]
+    return None
+
+
+def _describe(node) -> str:
+    try:
+        text = ast.unparse(node)
+    except Exception:  # pragma: no cover
+        text = type(node).__name__
+    first = text.splitlines()[0] if text else type(node).__name__
+    return first if len(first) <= 60 else first[:57] + "..."
+
+
+_UNSUPPORTED_HINTS = {
+    "Try": "kernels cannot catch exceptions; check conditions with if",
+    "FunctionDef": "define helpers outside the kernel, as Python functions or @T.macro",
+    "ClassDef": "define classes outside the kernel",
+    "Global": "pass values as parameters or closure variables",
+    "Nonlocal": "pass values as parameters or closure variables",
+    "Delete": None,
+    "Raise": "use an assert on a Python value, checked at parse time",
+    "Import": "import modules outside the kernel",
+    "ImportFrom": "import modules outside the kernel",
+}
+
+
+class Macro:
+    """A function whose body is inlined into the kernel that calls it (T.macro)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = getattr(fn, "__name__", "macro")
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    def __call__(self, *args, **kwargs):
+        b = _builder.current()
+        if b is None:
+            raise TileLangSyntaxError(f"macro '{self.__name__}' can only be called inside a kernel")
+        return self.inline(b, args, kwargs)
+
+    def inline(self, builder, args, kwargs):
+        p = Parser(self.fn, builder)
+        try:
+            bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        except TypeError as e:
+            raise _builder.error(TileLangTypeError, f"macro '{self.__name__}': {e}")
+        bound.apply_defaults()
+        p.scopes[0].names.update(bound.arguments)
+        saved_line = builder.line
+        try:
+            p.visit_body(p.fdef.body)
+        except _Return as r:
+            return r.value
+        finally:
+            builder.set_line(saved_line)
+        return None
+
+
+def macro(fn=None, *, hygienic=True):
+    if fn is None:
+        return lambda f: Macro(f)
+    return Macro(fn)

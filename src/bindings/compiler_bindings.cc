@@ -1,0 +1,114 @@
+// Lowering, code generation, host compilation and loading, exposed to the JIT layer.
+#include <nanobind/stl/unordered_map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <unordered_map>
+
+#include "bindings/handles.h"
+#include "codegen/cpu/codegen_cpu.h"
+#include "ir/error.h"
+#include "runtime/host_compiler.h"
+#include "runtime/host_module.h"
+#include "target/target.h"
+#include "transform/pipeline/cpu.h"
+
+namespace tl::py {
+namespace {
+
+// A loaded kernel entry point. The caller keeps its HostModule alive (JITKernel does).
+struct KernelEntry {
+  using Fn = int32_t (*)(void* const*);
+  Fn fn = nullptr;
+  std::string name;
+};
+
+int64_t eval_int(const Expr& e, const std::unordered_map<std::string, int64_t>& vars) {
+  if (auto* i = as<IntImmNode>(e)) return i->value;
+  if (auto* v = as<VarNode>(e)) {
+    auto it = vars.find(v->name);
+    if (it == vars.end()) fail(ErrorKind::Shape, e->span, "dynamic dimension '" + v->name + "' is not bound");
+    return it->second;
+  }
+  if (auto* c = as<CastNode>(e)) return eval_int(c->value, vars);
+  if (auto* s = as<SelectNode>(e)) return eval_int(s->cond, vars) ? eval_int(s->true_value, vars)
+                                                                  : eval_int(s->false_value, vars);
+  if (auto* b = as<BinaryNode>(e)) {
+    int64_t x = eval_int(b->a, vars), y = eval_int(b->b, vars);
+    auto fdiv = [](int64_t p, int64_t q) { return p / q - ((p % q != 0) && ((p < 0) != (q < 0))); };
+    switch (b->op) {
+      case BinaryOp::Add: return x + y;
+      case BinaryOp::Sub: return x - y;
+      case BinaryOp::Mul: return x * y;
+      case BinaryOp::Div: return y ? x / y : 0;
+      case BinaryOp::Mod: return y ? x % y : 0;
+      case BinaryOp::FloorDiv: return y ? fdiv(x, y) : 0;
+      case BinaryOp::FloorMod: return y ? x - fdiv(x, y) * y : 0;
+      case BinaryOp::Min: return std::min(x, y);
+      case BinaryOp::Max: return std::max(x, y);
+      case BinaryOp::EQ: return x == y;
+      case BinaryOp::NE: return x != y;
+      case BinaryOp::LT: return x < y;
+      case BinaryOp::LE: return x <= y;
+      case BinaryOp::GT: return x > y;
+      case BinaryOp::GE: return x >= y;
+      case BinaryOp::And: return x && y;
+      case BinaryOp::Or: return x || y;
+    }
+  }
+  fail(ErrorKind::Shape, e->span, "a shape expression that cannot be evaluated at call time");
+}
+
+}  // namespace
+
+void bind_compiler(nb::module_& m) {
+  m.def("normalise_target", [](const std::string& s) { return Target::parse(s).str(); });
+  m.def("build_id", []() { return std::string(__DATE__ " " __TIME__); });
+  m.def("lower", [](const PyFunc& f, const std::string& target) {
+    Target t = Target::parse(target);
+    return PyFunc{lower_for_cpu(f.f, t)};
+  });
+  m.def("codegen", [](const PyFunc& f, const std::string& target) {
+    Target::parse(target);
+    return codegen_cpu(f.f);
+  });
+  m.def("host_compiler_id", []() { return host_compiler_id(); });
+  m.def("compile_host", [](const std::string& source, const std::string& out, const std::string& include_dir,
+                           const std::vector<std::string>& flags) {
+    nb::gil_scoped_release release;
+    compile_shared_object(source, out, include_dir, flags);
+  });
+  m.def("eval_int", [](const PyExpr& e, const std::unordered_map<std::string, int64_t>& vars) {
+    return eval_int(e.e, vars);
+  });
+  m.def("load_parts", [](const PyExpr& e) {
+    auto* l = as<BufferLoadNode>(e.e);
+    if (!l) fail(ErrorKind::Type, current_span(), "expected a buffer element");
+    std::vector<PyExpr> idx;
+    for (auto& i : l->indices) idx.push_back({i});
+    return nb::make_tuple(PyBuffer{l->buffer}, idx);
+  });
+
+  nb::class_<KernelEntry>(m, "KernelEntry")
+      .def("__call__", [](const KernelEntry& k, const std::vector<uintptr_t>& ptrs) {
+        std::vector<void*> args(ptrs.size());
+        for (size_t i = 0; i < ptrs.size(); ++i) args[i] = reinterpret_cast<void*>(ptrs[i]);
+        int32_t rc;
+        {
+          nb::gil_scoped_release release;
+          rc = k.fn(args.data());
+        }
+        if (rc != 0) fail(ErrorKind::Internal, {}, "kernel '" + k.name + "' returned error code " + std::to_string(rc));
+      });
+  nb::class_<HostModule>(m, "HostModule")
+      .def("__init__", [](HostModule* self, const std::string& path) { new (self) HostModule(path); })
+      .def("entry", [](HostModule& mod, const std::string& name) {
+        KernelEntry k;
+        k.fn = reinterpret_cast<KernelEntry::Fn>(mod.symbol(name));
+        k.name = name;
+        return k;
+      });
+}
+
+}  // namespace tl::py

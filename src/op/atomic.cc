@@ -1,0 +1,49 @@
+// Tile form of T.atomic_add / T.atomic_max / T.atomic_min(dst, src): for every element of
+// two matching regions, atomic_op(dst[...], src[...]). The load in the call names the address.
+#include "ir/error.h"
+#include "ir/op.h"
+#include "op/region.h"
+
+namespace tl {
+namespace {
+
+std::string op_name(const TileOpNode& op) { return "T." + op.op; }
+
+void check_atomic(const TileOpNode& op, arith::Analyzer& analyzer) {
+  require_regions(op, 2, op_name(op));
+  const BufferRegion &dst = op.regions[0], &src = op.regions[1];
+  check_region(op_name(op), dst, op.span);
+  check_region(op_name(op), src, op.span);
+  check_regions_match(op_name(op), dst, src, analyzer, op.span);
+}
+
+Stmt lower_atomic(const TileOpNode& op, LowerContext& ctx) {
+  require_regions(op, 2, op_name(op));
+  const BufferRegion &dst = op.regions[0], &src = op.regions[1];
+  Span sp = op.span;
+  LoopNest loops(matched_extents(dst, src), ctx.analyzer, sp);
+  auto dst_idx = region_indices(dst, loops.vars(), sp);
+  auto src_idx = region_indices(src, loops.vars(), sp);
+  Expr value = cast(dst.buffer->dtype, guarded_load(src, src_idx, ctx.analyzer, sp), sp);
+  Expr call = std::make_shared<CallNode>(DataType::Void(), op.op,
+                                         std::vector<Expr>{make_load(dst.buffer, dst_idx, sp), value}, sp);
+  Stmt update = guard(in_bounds(dst, dst_idx, ctx.analyzer, sp), std::make_shared<EvaluateNode>(call, sp), sp);
+  return loops.wrap(update, ForKind::Parallel);
+}
+
+}  // namespace
+
+const TileOpDef& atomic_add_op() {
+  static const TileOpDef def{"atomic_add", check_atomic, lower_atomic};
+  return def;
+}
+const TileOpDef& atomic_max_op() {
+  static const TileOpDef def{"atomic_max", check_atomic, lower_atomic};
+  return def;
+}
+const TileOpDef& atomic_min_op() {
+  static const TileOpDef def{"atomic_min", check_atomic, lower_atomic};
+  return def;
+}
+
+}  // namespace tl

@@ -1,0 +1,41 @@
+// T.copy(src, dst): element-wise dst = cast(dst.dtype, src) over two matching regions.
+#include "ir/error.h"
+#include "ir/op.h"
+#include "op/region.h"
+
+namespace tl {
+namespace {
+
+const char* const kOpName = "T.copy";
+
+void check_copy(const TileOpNode& op, arith::Analyzer& analyzer) {
+  require_regions(op, 2, kOpName);
+  const BufferRegion& src = op.regions[0];
+  const BufferRegion& dst = op.regions[1];
+  check_region(kOpName, src, op.span);
+  check_region(kOpName, dst, op.span);
+  check_regions_match(kOpName, src, dst, analyzer, op.span);
+}
+
+// One parallel loop per matched extent, so the code generator can vectorise the innermost;
+// reads past a global tensor's end give 0 and writes there are skipped.
+Stmt lower_copy(const TileOpNode& op, LowerContext& ctx) {
+  require_regions(op, 2, kOpName);
+  const BufferRegion& src = op.regions[0];
+  const BufferRegion& dst = op.regions[1];
+  LoopNest loops(matched_extents(src, dst), ctx.analyzer, op.span);
+  auto src_indices = region_indices(src, loops.vars(), op.span);
+  auto dst_indices = region_indices(dst, loops.vars(), op.span);
+  Expr value = guarded_load(src, src_indices, ctx.analyzer, op.span);
+  Stmt store = guarded_store(dst, value, dst_indices, ctx.analyzer, op.span);
+  return loops.wrap(store, ForKind::Parallel);
+}
+
+}  // namespace
+
+const TileOpDef& copy_op() {
+  static const TileOpDef def{"copy", check_copy, lower_copy};
+  return def;
+}
+
+}  // namespace tl

@@ -1,0 +1,85 @@
+// T.cumsum(src, dst, dim, reverse): inclusive prefix sum of src along dim into dst.
+#include "ir/error.h"
+#include "ir/op.h"
+#include "op/region.h"
+
+namespace tl {
+namespace {
+
+const char* const kOpName = "T.cumsum";
+
+int cumsum_dim(const TileOpNode& op) {
+  const BufferRegion& src = op.regions[0];
+  int64_t dim = attr_int(op, "dim", 0);
+  int64_t rank = int64_t(src.ranges.size());
+  if (dim < 0 || dim >= rank)
+    fail(ErrorKind::Shape, op.span,
+         std::string(kOpName) + ": dim " + std::to_string(dim) + " out of range for " + src.buffer->name +
+             " of rank " + std::to_string(rank),
+         "dim must lie in [0, " + std::to_string(rank) + ") (negative dims count from the end)");
+  return int(dim);
+}
+
+void check_cumsum(const TileOpNode& op, arith::Analyzer& analyzer) {
+  require_regions(op, 2, kOpName);
+  const BufferRegion &src = op.regions[0], &dst = op.regions[1];
+  check_region(kOpName, src, op.span);
+  check_region(kOpName, dst, op.span);
+  cumsum_dim(op);
+  auto se = region_extents(src), de = region_extents(dst);
+  bool same = se.size() == de.size();
+  for (size_t d = 0; same && d < se.size(); ++d) same = provably_equal(se[d], de[d], analyzer);
+  if (!same)
+    fail(ErrorKind::Shape, op.span,
+         std::string(kOpName) + ": " + region_str(dst) + " (extents " + extents_str(de) +
+             ") must have the shape of " + region_str(src) + " (extents " + extents_str(se) + ")",
+         "the prefix sum keeps the source's shape; allocate the destination like the source");
+}
+
+// A running accumulator walks the scanned dimension, so src and dst may be one buffer:
+// each element is read before its position is written.
+Stmt lower_cumsum(const TileOpNode& op, LowerContext& ctx) {
+  require_regions(op, 2, kOpName);
+  const BufferRegion &src = op.regions[0], &dst = op.regions[1];
+  int dim = cumsum_dim(op);
+  bool reverse = attr_int(op, "reverse", 0) != 0;
+  DataType t = dst.buffer->dtype;
+  Span sp = op.span;
+  arith::Analyzer& az = ctx.analyzer;
+
+  std::vector<Expr> outer_ext;
+  for (size_t d = 0; d < src.ranges.size(); ++d)
+    if (int(d) != dim) outer_ext.push_back(src.ranges[d].extent);
+  LoopNest outer(outer_ext, az, sp);
+  const Expr& n = src.ranges[dim].extent;
+  LoopNest scan({n}, az, sp, "", {"s"});
+  Expr pos = scan.vars()[0];
+  if (reverse) pos = sub(sub(n, make_int(1, n->dtype, sp), sp), pos, sp);
+
+  auto indices = [&](const BufferRegion& r) {
+    std::vector<Expr> out;
+    for (size_t d = 0, k = 0; d < r.ranges.size(); ++d)
+      out.push_back(add(r.ranges[d].min, int(d) == dim ? pos : outer.vars()[k++], sp));
+    return out;
+  };
+  auto src_idx = indices(src), dst_idx = indices(dst);
+
+  Buffer acc = make_scalar_buffer(dst.buffer->name + "_sum", t, sp);
+  std::vector<Expr> at0 = {make_int(0, DataType::Int(32), sp)};
+  Expr acc_val = make_load(acc, at0, sp);
+  Stmt init = std::make_shared<BufferStoreNode>(acc, cast(t, make_int(0, DataType::Int(32), sp), sp), at0, sp);
+  Expr x = cast(t, guarded_load(src, src_idx, az, sp), sp);
+  Stmt step = std::make_shared<BufferStoreNode>(acc, add(acc_val, x, sp), at0, sp);
+  Stmt write = guarded_store(dst, acc_val, dst_idx, az, sp);
+  Stmt body = make_seq({init, scan.wrap(make_seq({step, write}, sp), ForKind::Serial)}, sp);
+  return outer.wrap(std::make_shared<AllocateNode>(acc, body, Attrs{}, sp), ForKind::Parallel);
+}
+
+}  // namespace
+
+const TileOpDef& cumsum_op() {
+  static const TileOpDef def{"cumsum", check_cumsum, lower_cumsum};
+  return def;
+}
+
+}  // namespace tl

@@ -1,0 +1,171 @@
+// T.gemm(A, B, C, transpose_A, transpose_B, clear_accum): C (+)= A' * B', where A' is A or
+// its transpose (M x K) and B' is B or its transpose (K x N); products accumulate in C's dtype.
+#include <algorithm>
+
+#include "ir/error.h"
+#include "ir/op.h"
+#include "op/region.h"
+
+namespace tl {
+namespace {
+
+const char* const kOpName = "T.gemm";
+
+// The two dimensions of an operand's region that the matrix occupies, in order.
+struct Operand {
+  const BufferRegion* region;
+  int dim0, dim1;
+  Expr rows() const { return region->ranges[dim0].extent; }
+  Expr cols() const { return region->ranges[dim1].extent; }
+};
+
+// The non-unit dims of the region, padded with unit dims to two (so a 1 x K row is fine).
+Operand matrix_operand(const char* role, const BufferRegion& r, Span span) {
+  int rank = int(r.ranges.size());
+  if (rank < 2)
+    fail(ErrorKind::Shape, span,
+         std::string(kOpName) + ": " + role + " (" + region_str(r) + ", extents " + extents_str(region_extents(r)) +
+             ") must be a 2-D tile",
+         "pass a 2-D buffer or a 2-D slice of one");
+  std::vector<int> dims = non_unit_dims(r);
+  if (dims.size() > 2)
+    fail(ErrorKind::Shape, span,
+         std::string(kOpName) + ": " + role + " (" + region_str(r) + ", extents " + extents_str(region_extents(r)) +
+             ") has " + std::to_string(dims.size()) + " dimensions of extent > 1; gemm needs a 2-D tile",
+         "slice the operand down to a 2-D tile, e.g. " + r.buffer->name + "[stage, :, :]");
+  for (int d = rank - 1; dims.size() < 2; --d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) dims.push_back(d);
+  std::sort(dims.begin(), dims.end());
+  return {&r, dims[0], dims[1]};
+}
+
+struct GemmShape {
+  Operand a, b, c;
+  bool trans_a, trans_b;
+  Expr m, n, k;
+};
+
+GemmShape gemm_shape(const TileOpNode& op) {
+  require_regions(op, 3, kOpName);
+  bool ta = attr_int(op, "transpose_A", 0) != 0, tb = attr_int(op, "transpose_B", 0) != 0;
+  Operand a = matrix_operand("A", op.regions[0], op.span);
+  Operand b = matrix_operand("B", op.regions[1], op.span);
+  Operand c = matrix_operand("C", op.regions[2], op.span);
+  Expr m = ta ? a.cols() : a.rows(), k = ta ? a.rows() : a.cols();
+  Expr n = tb ? b.rows() : b.cols();
+  // Prefer constant extents for the loops.
+  if (!const_int(m)) m = c.rows();
+  if (!const_int(n)) n = c.cols();
+  if (!const_int(k)) k = tb ? b.cols() : b.rows();
+  return {a, b, c, ta, tb, m, n, k};
+}
+
+void expect_same(const char* what, const char* left, const Expr& x, const char* right, const Expr& y,
+                 arith::Analyzer& analyzer, Span span) {
+  if (provably_equal(x, y, analyzer)) return;
+  fail(ErrorKind::Shape, span,
+       std::string(kOpName) + ": " + what + " of " + left + " (" + expr_str(x) + ") does not match " + what +
+           " of " + right + " (" + expr_str(y) + ")",
+       "A is M x K (K x M with transpose_A=True), B is K x N (N x K with transpose_B=True) and C is M x N");
+}
+
+void check_gemm(const TileOpNode& op, arith::Analyzer& analyzer) {
+  require_regions(op, 3, kOpName);
+  for (auto& r : op.regions) check_region(kOpName, r, op.span);
+  GemmShape g = gemm_shape(op);
+  Expr ma = g.trans_a ? g.a.cols() : g.a.rows(), ka = g.trans_a ? g.a.rows() : g.a.cols();
+  Expr kb = g.trans_b ? g.b.cols() : g.b.rows(), nb = g.trans_b ? g.b.rows() : g.b.cols();
+  expect_same("K", "A", ka, "B", kb, analyzer, op.span);
+  expect_same("M", "A", ma, "C", g.c.rows(), analyzer, op.span);
+  expect_same("N", "B", nb, "C", g.c.cols(), analyzer, op.span);
+
+  const Buffer &A = op.regions[0].buffer, &B = op.regions[1].buffer, &C = op.regions[2].buffer;
+  DataType acc = C->dtype;
+  if (!(acc.is_float() || acc == DataType::Int(32)))
+    fail(ErrorKind::Type, op.span,
+         std::string(kOpName) + ": accumulator " + C->name + " has dtype " + acc.str() +
+             "; it must be a float type or int32",
+         "allocate C as float32 (or int32 for integer inputs)");
+  if (A->dtype != B->dtype)
+    fail(ErrorKind::Type, op.span,
+         std::string(kOpName) + ": A (" + A->name + ", " + A->dtype.str() + ") and B (" + B->name + ", " +
+             B->dtype.str() + ") must have the same dtype",
+         "cast one operand into a buffer of the other's dtype first");
+  if (acc.is_integer() && A->dtype.is_float())
+    fail(ErrorKind::Type, op.span,
+         std::string(kOpName) + ": float inputs " + A->name + " and " + B->name + " (" + A->dtype.str() +
+             ") cannot accumulate into the int32 buffer " + C->name,
+         "use a float32 accumulator");
+}
+
+// Indices of an operand for matrix element (row, col) of the operand as stored.
+std::vector<Expr> operand_indices(const Operand& x, const Expr& row, const Expr& col, Span span) {
+  std::vector<Expr> out;
+  for (size_t d = 0; d < x.region->ranges.size(); ++d) {
+    const Expr& mn = x.region->ranges[d].min;
+    if (int(d) == x.dim0) out.push_back(add(mn, row, span));
+    else if (int(d) == x.dim1) out.push_back(add(mn, col, span));
+    else out.push_back(mn);
+  }
+  return out;
+}
+
+Stmt lower_gemm(const TileOpNode& op, LowerContext& ctx) {
+  GemmShape g = gemm_shape(op);
+  const BufferRegion &ra = op.regions[0], &rb = op.regions[1], &rc = op.regions[2];
+  DataType acc_t = rc.buffer->dtype;
+  Span sp = op.span;
+  arith::Analyzer& az = ctx.analyzer;
+  bool clear = attr_int(op, "clear_accum", 0) != 0;
+
+  auto product = [&](const Expr& i, const Expr& j, const Expr& k) {
+    auto ia = g.trans_a ? operand_indices(g.a, k, i, sp) : operand_indices(g.a, i, k, sp);
+    auto ib = g.trans_b ? operand_indices(g.b, j, k, sp) : operand_indices(g.b, k, j, sp);
+    return mul(cast(acc_t, guarded_load(ra, ia, az, sp), sp), cast(acc_t, guarded_load(rb, ib, az, sp), sp), sp);
+  };
+
+  if (!g.trans_b) {
+    // i-k-j: the inner loop walks rows of B and C contiguously and carries no dependence.
+    Stmt zero;
+    if (clear) {
+      LoopNest zl({g.m, g.n}, az, sp);
+      auto ic = operand_indices(g.c, zl.vars()[0], zl.vars()[1], sp);
+      zero = zl.wrap(guarded_store(rc, make_int(0, DataType::Int(32), sp), ic, az, sp), ForKind::Parallel);
+    }
+    LoopNest li({g.m}, az, sp, "", {"i"});
+    LoopNest lk({g.k}, az, sp, "", {"k"});
+    LoopNest lj({g.n}, az, sp, "", {"j"});
+    const Expr &i = li.vars()[0], &j = lj.vars()[0], &k = lk.vars()[0];
+    auto ic = operand_indices(g.c, i, j, sp);
+    Expr sum = add(guarded_load(rc, ic, az, sp), product(i, j, k), sp);
+    Stmt body = guarded_store(rc, sum, ic, az, sp);
+    body = li.wrap(lk.wrap(lj.wrap(body, ForKind::Parallel), ForKind::Serial), ForKind::Serial);
+    return make_seq({zero, body}, sp);
+  }
+
+  // B transposed: i-j-k with a scalar accumulator, so the inner loop walks rows of B.
+  LoopNest li({g.m}, az, sp, "", {"i"});
+  LoopNest lj({g.n}, az, sp, "", {"j"});
+  LoopNest lk({g.k}, az, sp, "", {"k"});
+  const Expr &i = li.vars()[0], &j = lj.vars()[0], &k = lk.vars()[0];
+  Buffer acc = make_scalar_buffer(rc.buffer->name + "_acc", acc_t, sp);
+  std::vector<Expr> at0 = {make_int(0, DataType::Int(32), sp)};
+  Expr acc_val = make_load(acc, at0, sp);
+  Stmt init = std::make_shared<BufferStoreNode>(acc, cast(acc_t, make_int(0, DataType::Int(32), sp), sp), at0, sp);
+  Stmt step = std::make_shared<BufferStoreNode>(acc, add(acc_val, product(i, j, k), sp), at0, sp);
+  auto ic = operand_indices(g.c, i, j, sp);
+  Expr result = clear ? acc_val : add(guarded_load(rc, ic, az, sp), acc_val, sp);
+  Stmt write = guarded_store(rc, result, ic, az, sp);
+  Stmt per_elem = std::make_shared<AllocateNode>(acc, make_seq({init, lk.wrap(step, ForKind::Serial), write}, sp),
+                                                 Attrs{}, sp);
+  return li.wrap(lj.wrap(per_elem, ForKind::Serial), ForKind::Serial);
+}
+
+}  // namespace
+
+const TileOpDef& gemm_op() {
+  static const TileOpDef def{"gemm", check_gemm, lower_gemm};
+  return def;
+}
+
+}  // namespace tl

@@ -1,0 +1,27 @@
+// Read top to bottom: the passes a kernel goes through on its way to the CPU.
+// Each tile runs as one program per block (one OpenMP task); T.Parallel becomes a loop
+// nest, fragments and shared buffers become block-private arrays.
+#include "transform/pipeline/cpu.h"
+
+#include "transform/check_tile_ops.h"
+#include "transform/lower_tile_ops.h"
+#include "transform/pass.h"
+#include "transform/simplify.h"
+#include "transform/verify_cpu.h"
+
+namespace tl {
+
+PrimFunc lower_for_cpu(const PrimFunc& f, const Target& target) {
+  std::vector<Pass> passes = {
+      // User errors first, while the program still looks like what the user wrote.
+      {"check_tile_ops", check_tile_ops},
+      {"verify_cpu", verify_cpu},
+      // Tile operators become loops over their regions, with bounds guards for tails.
+      {"lower_tile_ops", [&](const PrimFunc& g) { return lower_tile_ops(g, target); }},
+      // Fold index arithmetic and drop the guards that block/loop ranges prove true.
+      {"simplify", simplify},
+  };
+  return run_passes(f, passes);
+}
+
+}  // namespace tl
