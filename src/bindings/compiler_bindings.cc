@@ -82,14 +82,6 @@ void bind_compiler(nb::module_& m) {
   m.def("eval_int", [](const PyExpr& e, const std::unordered_map<std::string, int64_t>& vars) {
     return eval_int(e.e, vars);
   });
-  m.def("load_parts", [](const PyExpr& e) {
-    auto* l = as<BufferLoadNode>(e.e);
-    if (!l) fail(ErrorKind::Type, current_span(), "expected a buffer element");
-    std::vector<PyExpr> idx;
-    for (auto& i : l->indices) idx.push_back({i});
-    return nb::make_tuple(PyBuffer{l->buffer}, idx);
-  });
-
   nb::class_<KernelEntry>(m, "KernelEntry")
       .def("__call__", [](const KernelEntry& k, const std::vector<uintptr_t>& ptrs) {
         std::vector<void*> args(ptrs.size());

@@ -159,7 +159,10 @@ void bind_ir(nb::module_& m) {
         return nb::none();
       })
       .def_prop_ro("value", [](const PyExpr& x) -> nb::object {
-        if (auto* i = as<IntImmNode>(x.e)) return x.e->dtype.is_bool() ? nb::bool_(i->value != 0) : nb::int_(i->value);
+        if (auto* i = as<IntImmNode>(x.e)) {
+          if (x.e->dtype.is_bool()) return nb::bool_(i->value != 0);
+          return nb::int_(i->value);
+        }
         if (auto* f = as<FloatImmNode>(x.e)) return nb::float_(f->value);
         if (auto* s = as<StringImmNode>(x.e)) return nb::str(s->value.c_str());
         return nb::none();
@@ -221,6 +224,15 @@ void bind_ir(nb::module_& m) {
     return wrap(std::make_shared<BufferLoadNode>(b.b->dtype, b.b, to_exprs(idx), current_span()));
   });
 
+  m.def("load_parts", [](const PyExpr& e) {
+    auto* l = as<BufferLoadNode>(e.e);
+    if (!l) fail(ErrorKind::Type, current_span(), "expected a buffer element");
+    std::vector<PyExpr> idx;
+    for (auto& i : l->indices) idx.push_back({i});
+    return nb::make_tuple(PyBuffer{l->buffer}, idx);
+  });
+
+
   nb::class_<PyBuffer>(m, "Buffer")
       .def_prop_ro("name", [](const PyBuffer& b) { return b.b->name; })
       .def_prop_ro("dtype", [](const PyBuffer& b) { return b.b->dtype.str(); })
@@ -242,7 +254,7 @@ void bind_ir(nb::module_& m) {
                           const std::string& scope, nb::handle strides) {
     return PyBuffer{make_buffer(name, to_dtype(dtype), to_exprs(shape), scope, current_span(),
                                 strides.is_none() ? std::vector<Expr>{} : to_exprs(strides))};
-  });
+  }, nb::arg("name"), nb::arg("dtype"), nb::arg("shape"), nb::arg("scope"), nb::arg("strides").none());
 
   nb::class_<PyStmt>(m, "Stmt").def("__repr__", [](const PyStmt& s) { return to_string(s.s); });
   auto stmt_or_null = [](nb::handle h) -> Stmt { return h.is_none() ? nullptr : nb::cast<PyStmt&>(h).s; };
@@ -256,11 +268,11 @@ void bind_ir(nb::module_& m) {
     auto v = std::static_pointer_cast<const VarNode>(var.e);
     return PyStmt{std::make_shared<ForNode>(v, to_expr(mn), to_expr(ext), parse_for_kind(kind),
                                             stmt_or_null(body), to_attrs(attrs), current_span())};
-  });
+  }, nb::arg("var"), nb::arg("min"), nb::arg("extent"), nb::arg("kind"), nb::arg("body").none(), nb::arg("attrs").none());
   m.def("if_", [=](nb::handle c, nb::handle t, nb::handle e) {
     return PyStmt{std::make_shared<IfThenElseNode>(cast(DataType::Bool(), to_expr(c)), stmt_or_null(t),
                                                    stmt_or_null(e), current_span())};
-  });
+  }, nb::arg("cond"), nb::arg("then_case").none(), nb::arg("else_case").none());
   m.def("store", [](const PyBuffer& b, nb::handle value, nb::handle idx) {
     Expr v = cast(b.b->dtype, to_expr(value), current_span());
     return PyStmt{std::make_shared<BufferStoreNode>(b.b, v, to_exprs(idx), current_span())};
@@ -268,16 +280,16 @@ void bind_ir(nb::module_& m) {
   m.def("let", [=](const PyExpr& var, nb::handle value, nb::handle body) {
     auto v = std::static_pointer_cast<const VarNode>(var.e);
     return PyStmt{std::make_shared<LetStmtNode>(v, to_expr(value), stmt_or_null(body), current_span())};
-  });
+  }, nb::arg("var"), nb::arg("value"), nb::arg("body").none());
   m.def("evaluate", [](nb::handle e) { return PyStmt{std::make_shared<EvaluateNode>(to_expr(e), current_span())}; });
   m.def("allocate", [=](const PyBuffer& b, nb::handle body, nb::handle attrs) {
     return PyStmt{std::make_shared<AllocateNode>(b.b, stmt_or_null(body), to_attrs(attrs), current_span())};
-  });
+  }, nb::arg("buffer"), nb::arg("body").none(), nb::arg("attrs").none());
   m.def("tile_op", [](const std::string& op, nb::handle regions, nb::handle args, nb::handle attrs) {
     std::vector<BufferRegion> rs;
     for (nb::handle r : regions) rs.push_back(to_region(r));
     return PyStmt{std::make_shared<TileOpNode>(op, std::move(rs), to_exprs(args), to_attrs(attrs), current_span())};
-  });
+  }, nb::arg("op"), nb::arg("regions"), nb::arg("args"), nb::arg("attrs").none());
   m.def("kernel", [=](nb::handle block_vars, nb::handle grid, nb::handle thread_vars, std::vector<int64_t> threads,
                       nb::handle body) {
     auto vars = [](nb::handle seq) {
@@ -287,7 +299,7 @@ void bind_ir(nb::module_& m) {
     };
     return PyStmt{std::make_shared<KernelNode>(vars(block_vars), to_exprs(grid), vars(thread_vars),
                                                std::move(threads), stmt_or_null(body), current_span())};
-  });
+  }, nb::arg("block_vars"), nb::arg("grid"), nb::arg("thread_vars"), nb::arg("threads"), nb::arg("body").none());
 
   nb::class_<PyFunc>(m, "PrimFunc")
       .def_prop_ro("name", [](const PyFunc& f) { return f.f->name; })
@@ -315,7 +327,7 @@ void bind_ir(nb::module_& m) {
     f->body = body.s;
     f->attrs = to_attrs(attrs);
     return PyFunc{f};
-  });
+  }, nb::arg("name"), nb::arg("params"), nb::arg("body"), nb::arg("attrs").none());
 }
 
 }  // namespace tl::py

@@ -1,6 +1,7 @@
 // The extension module tilelang._C. Compile errors become the typed exceptions of
 // tilelang.errors, carrying the user's file:line and the hint.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
 
 #include "bindings/handles.h"
 #include "ir/error.h"

@@ -247,7 +247,9 @@ class Printer {
     return {lhs + " " + op + " " + rhs, prec};
   }
 
-  Text call_form(const std::string& fn, const std::vector<Expr>& v) { return {fn + "(" + args(v) + ")", kPrecAtom}; }
+  Text call_form(const std::string& fn, const std::vector<Expr>& v) {
+    return {fn + "(" + args(v) + ")", kPrecAtom};
+  }
 
   Text binary(const BinaryNode* n) {
     switch (n->op) {
@@ -554,8 +556,8 @@ class Printer {
       return s + kwargs(at, skip) + ")";
     }
     if (n->op == "cumsum" && r.size() == 2 && n->args.empty() && attr_int(at, "dim")) {
-      std::string s = "T.cumsum(" + region(r[0]) + ", " + region(r[1]) +
-                      ", dim=" + std::to_string(*attr_int(at, "dim"));
+      std::string s =
+          "T.cumsum(" + region(r[0]) + ", " + region(r[1]) + ", dim=" + std::to_string(*attr_int(at, "dim"));
       const int64_t* reverse = attr_int(at, "reverse");
       if (reverse && *reverse) s += ", reverse=True";
       return s + kwargs(at, int_keys(at, {"dim", "reverse"})) + ")";
@@ -563,8 +565,8 @@ class Printer {
     if (n->op == "print" && r.size() == 1 && n->args.empty()) {
       std::string s = "T.print(" + region(r[0]);
       auto msg = at.find("msg");
-      if (msg != at.end() && !(std::holds_alternative<std::string>(msg->second) &&
-                               std::get<std::string>(msg->second).empty()))
+      if (msg != at.end() &&
+          !(std::holds_alternative<std::string>(msg->second) && std::get<std::string>(msg->second).empty()))
         s += ", msg=" + attr_value(msg->second);
       return s + kwargs(at, {"msg"}) + ")";
     }
@@ -601,7 +603,8 @@ class Printer {
       s += " as " + var_name(n->block_vars[0].get());
     } else if (!n->block_vars.empty()) {
       s += " as (";
-      for (size_t i = 0; i < n->block_vars.size(); ++i) s += (i ? ", " : "") + var_name(n->block_vars[i].get());
+      for (size_t i = 0; i < n->block_vars.size(); ++i)
+        s += (i ? ", " : "") + var_name(n->block_vars[i].get());
       s += ")";
     }
     line(level, s + ":");
@@ -610,7 +613,8 @@ class Printer {
     uses.visit(n->body);
     for (size_t d = 0; d < n->thread_vars.size(); ++d) {
       if (!uses.used.count(n->thread_vars[d].get())) continue;
-      line(level + 1, var_name(n->thread_vars[d].get()) + " = T.get_thread_binding(" + std::to_string(d) + ")");
+      line(level + 1,
+           var_name(n->thread_vars[d].get()) + " = T.get_thread_binding(" + std::to_string(d) + ")");
     }
     block(n->body, level + 1);
   }

@@ -125,7 +125,8 @@ class Equal {
     if (a->kind != b->kind || a->dtype != b->dtype) return false;
     switch (a->kind) {
       case ExprKind::IntImm:
-        return static_cast<const IntImmNode*>(a.get())->value == static_cast<const IntImmNode*>(b.get())->value;
+        return static_cast<const IntImmNode*>(a.get())->value ==
+               static_cast<const IntImmNode*>(b.get())->value;
       case ExprKind::FloatImm:
         return same_double(static_cast<const FloatImmNode*>(a.get())->value,
                            static_cast<const FloatImmNode*>(b.get())->value);
@@ -145,9 +146,11 @@ class Equal {
                expr(x->false_value, y->false_value);
       }
       case ExprKind::Cast:
-        return expr(static_cast<const CastNode*>(a.get())->value, static_cast<const CastNode*>(b.get())->value);
+        return expr(static_cast<const CastNode*>(a.get())->value,
+                    static_cast<const CastNode*>(b.get())->value);
       case ExprKind::BufferLoad: {
-        auto *x = static_cast<const BufferLoadNode*>(a.get()), *y = static_cast<const BufferLoadNode*>(b.get());
+        auto *x = static_cast<const BufferLoadNode*>(a.get()),
+             *y = static_cast<const BufferLoadNode*>(b.get());
         return use_buffer(x->buffer, y->buffer) && exprs(x->indices, y->indices);
       }
       case ExprKind::Call: {
@@ -182,11 +185,13 @@ class Equal {
         return eq;
       }
       case StmtKind::IfThenElse: {
-        auto *x = static_cast<const IfThenElseNode*>(a.get()), *y = static_cast<const IfThenElseNode*>(b.get());
+        auto *x = static_cast<const IfThenElseNode*>(a.get()),
+             *y = static_cast<const IfThenElseNode*>(b.get());
         return expr(x->cond, y->cond) && stmt(x->then_case, y->then_case) && stmt(x->else_case, y->else_case);
       }
       case StmtKind::BufferStore: {
-        auto *x = static_cast<const BufferStoreNode*>(a.get()), *y = static_cast<const BufferStoreNode*>(b.get());
+        auto *x = static_cast<const BufferStoreNode*>(a.get()),
+             *y = static_cast<const BufferStoreNode*>(b.get());
         return use_buffer(x->buffer, y->buffer) && expr(x->value, y->value) && exprs(x->indices, y->indices);
       }
       case StmtKind::LetStmt: {
@@ -250,7 +255,8 @@ class Equal {
     for (size_t i = 0; i < a.params.size(); ++i) {
       const Param &p = a.params[i], &q = b.params[i];
       if (!p.is_buffer()) continue;
-      if (!same_buffer_shape(p.buffer, q.buffer) || !bind_once_buffer(p.buffer, q.buffer, &saved)) return false;
+      if (!same_buffer_shape(p.buffer, q.buffer) || !bind_once_buffer(p.buffer, q.buffer, &saved))
+        return false;
       if ((p.var == nullptr) != (q.var == nullptr)) return false;
       if (p.var && !bind_once(p.var, q.var, &saved)) return false;
     }
@@ -349,7 +355,8 @@ class Hasher {
     uint64_t h = combine(kTagExpr + uint64_t(e->kind), hash_dtype(e->dtype));
     switch (e->kind) {
       case ExprKind::IntImm: return combine(h, uint64_t(static_cast<const IntImmNode*>(e.get())->value));
-      case ExprKind::FloatImm: return combine(h, double_bits(static_cast<const FloatImmNode*>(e.get())->value));
+      case ExprKind::FloatImm:
+        return combine(h, double_bits(static_cast<const FloatImmNode*>(e.get())->value));
       case ExprKind::StringImm:
         return combine(h, hash_string(static_cast<const StringImmNode*>(e.get())->value));
       case ExprKind::Var: return combine(h, var(static_cast<const VarNode*>(e.get())));
@@ -476,7 +483,8 @@ class Hasher {
     for (auto& p : f.params) {
       if (!p.is_buffer()) continue;
       h = combine(h, buffer_shape(p.buffer));
-      h = combine(h, buffer_ids_.count(p.buffer.get()) ? buffer_ids_[p.buffer.get()] : scope.define_buffer(p.buffer));
+      h = combine(
+          h, buffer_ids_.count(p.buffer.get()) ? buffer_ids_[p.buffer.get()] : scope.define_buffer(p.buffer));
       h = combine(h, p.var != nullptr);
       if (p.var) h = combine(h, define_once(scope, p.var.get()));
     }

@@ -35,7 +35,9 @@ Stmt tile(std::string op, std::vector<BufferRegion> regions, std::vector<Expr> a
   return std::make_shared<TileOpNode>(std::move(op), std::move(regions), std::move(args), std::move(attrs));
 }
 Stmt eval(Expr e) { return std::make_shared<EvaluateNode>(std::move(e)); }
-BufferRegion region(const Buffer& b, std::vector<Range> ranges) { return BufferRegion{b, std::move(ranges), {}}; }
+BufferRegion region(const Buffer& b, std::vector<Range> ranges) {
+  return BufferRegion{b, std::move(ranges), {}};
+}
 
 Param buffer_param(const Buffer& b) { return Param{b->data, b}; }
 Param scalar_param(const Var& v) { return Param{v, nullptr}; }
@@ -59,10 +61,10 @@ TEST(Printer, GemmFunction) {
                               full_region(B_shared)});
   Stmt gemm = tile("gemm", {full_region(A_shared), full_region(B_shared), full_region(C_local)}, {},
                    {{"transpose_A", int64_t(0)}, {"transpose_B", int64_t(1)}, {"k_pack", int64_t(1)}});
-  Stmt pipelined = loop(k, i32(32), ForKind::Pipelined, make_seq({copy_a, copy_b, gemm}),
-                        {{"num_stages", int64_t(3)}});
-  Stmt epilogue = store(C, mul(load(C_local, {i, j}), alpha),
-                        {add(mul(by, i32(128)), i), add(mul(bx, i32(128)), j)});
+  Stmt pipelined =
+      loop(k, i32(32), ForKind::Pipelined, make_seq({copy_a, copy_b, gemm}), {{"num_stages", int64_t(3)}});
+  Stmt epilogue =
+      store(C, mul(load(C_local, {i, j}), alpha), {add(mul(by, i32(128)), i), add(mul(bx, i32(128)), j)});
   Stmt par = loop(i, i32(128), ForKind::Parallel, loop(j, i32(128), ForKind::Parallel, epilogue));
   Stmt body = alloc(A_shared, alloc(B_shared, alloc(C_local, make_seq({clear, pipelined, par}))));
   Stmt kernel = std::make_shared<KernelNode>(std::vector<Var>{bx, by},
@@ -165,7 +167,8 @@ TEST(Printer, Constants) {
   EXPECT_EQ(to_string(make_float(1.5, kF16)), "T.float16(1.5)");
   EXPECT_EQ(to_string(make_float(1.0, DataType::Float(64))), "T.float64(1.0)");
   EXPECT_EQ(to_string(infinity(kF32)), "T.infinity(\"float32\")");
-  EXPECT_EQ(to_string(make_float(-std::numeric_limits<double>::infinity(), kF16)), "-T.infinity(\"float16\")");
+  EXPECT_EQ(to_string(make_float(-std::numeric_limits<double>::infinity(), kF16)),
+            "-T.infinity(\"float16\")");
   EXPECT_EQ(to_string(make_float(std::nan(""))), "T.float32(\"nan\")");
   EXPECT_EQ(to_string(std::make_shared<StringImmNode>("a\"b\\c\nd")), "\"a\\\"b\\\\c\\nd\"");
   Var x = make_var("x", kF32);
@@ -183,7 +186,8 @@ TEST(Printer, AllocKinds) {
   Buffer w = make_buffer("w", kF32, {i32(1)}, scope::kLocalVar);
   Buffer g = make_buffer("g", kF32, {n}, scope::kGlobal);
   Stmt body = store(v, add(load(v, {i32(0)}), i32(1)), {i32(0)});
-  Stmt s_all = alloc(s, alloc(sd, alloc(fr, alloc(lo, alloc(v, alloc(w, alloc(g, body), {}), {{"init", i32(3)}})))));
+  Stmt s_all =
+      alloc(s, alloc(sd, alloc(fr, alloc(lo, alloc(v, alloc(w, alloc(g, body), {}), {{"init", i32(3)}})))));
   EXPECT_EQ(to_string(s_all),
             "s = T.alloc_shared((64,), \"float16\")\n"
             "sd = T.alloc_shared((16, 64), \"float16\", scope=\"shared.dyn\")\n"
@@ -225,11 +229,13 @@ TEST(Printer, LoopKinds) {
   Buffer b = make_buffer("b", kF32, {i32(8), i32(8)}, scope::kFragment);
   Stmt inner = store(b, make_float(1.0), {i, j});
   Stmt ragged = loop(i, i32(8), ForKind::Parallel, loop(j, add(i, i32(1)), ForKind::Parallel, inner));
-  EXPECT_EQ(to_string(ragged), "for i in T.Parallel(8):\n    for j in T.Parallel(i + 1):\n        b[i, j] = 1.0\n");
+  EXPECT_EQ(to_string(ragged),
+            "for i in T.Parallel(8):\n    for j in T.Parallel(i + 1):\n        b[i, j] = 1.0\n");
   Stmt mixed = loop(i, i32(8), ForKind::Parallel, loop(j, i32(8), ForKind::Serial, inner));
   EXPECT_EQ(to_string(mixed), "for i in T.Parallel(8):\n    for j in range(8):\n        b[i, j] = 1.0\n");
-  EXPECT_EQ(to_string(mixed, 2),
-            "        for i in T.Parallel(8):\n            for j in range(8):\n                b[i, j] = 1.0\n");
+  EXPECT_EQ(
+      to_string(mixed, 2),
+      "        for i in T.Parallel(8):\n            for j in range(8):\n                b[i, j] = 1.0\n");
 }
 
 TEST(Printer, IfLetEvaluate) {
@@ -250,10 +256,11 @@ TEST(Printer, IfLetEvaluate) {
   EXPECT_EQ(to_string(let), "t = i * 2\na[t, i] = 3.0\n");
 
   Var v = make_var("v", kF32);
-  Expr atomic = std::make_shared<CallNode>(DataType::Void(), "atomic_add",
-                                           std::vector<Expr>{load(a, {i, i}), v});
+  Expr atomic =
+      std::make_shared<CallNode>(DataType::Void(), "atomic_add", std::vector<Expr>{load(a, {i, i}), v});
   EXPECT_EQ(to_string(eval(atomic)), "T.atomic_add(a[i, i], v)\n");
-  EXPECT_EQ(to_string(eval(call("print", {std::make_shared<StringImmNode>("x is"), v}))), "T.print(v, msg=\"x is\")\n");
+  EXPECT_EQ(to_string(eval(call("print", {std::make_shared<StringImmNode>("x is"), v}))),
+            "T.print(v, msg=\"x is\")\n");
   EXPECT_EQ(to_string(eval(call("print", {std::make_shared<StringImmNode>(""), v}))), "T.print(v)\n");
   EXPECT_EQ(to_string(eval(i32(0))), "T.evaluate(0)\n");
 }
@@ -269,10 +276,13 @@ TEST(Printer, TileOps) {
   EXPECT_EQ(to_string(tile("fill", {full_region(s)}, {make_float(0.5)})), "T.fill(s, 0.5)\n");
   EXPECT_EQ(to_string(tile("fill", {region(s, {{i32(0), i32(32)}, {i32(0), i32(64)}})}, {make_float(0.0)})),
             "T.fill(s[0:32, 0:64], 0.0)\n");
-  EXPECT_EQ(to_string(tile("gemm", {full_region(s), full_region(s), full_region(s)}, {},
-                           {{"transpose_A", int64_t(1)}, {"clear_accum", int64_t(1)}, {"policy", int64_t(1)},
-                            {"k_pack", int64_t(2)}})),
-            "T.gemm(s, s, s, transpose_A=True, clear_accum=True, policy=T.GemmWarpPolicy.FullRow, k_pack=2)\n");
+  EXPECT_EQ(
+      to_string(tile("gemm", {full_region(s), full_region(s), full_region(s)}, {},
+                     {{"transpose_A", int64_t(1)},
+                      {"clear_accum", int64_t(1)},
+                      {"policy", int64_t(1)},
+                      {"k_pack", int64_t(2)}})),
+      "T.gemm(s, s, s, transpose_A=True, clear_accum=True, policy=T.GemmWarpPolicy.FullRow, k_pack=2)\n");
   for (const char* type : {"sum", "max", "min", "abssum", "absmax"}) {
     Attrs at = {{"type", std::string(type)}, {"dim", int64_t(1)}, {"clear", int64_t(1)}};
     EXPECT_EQ(to_string(tile("reduce", {full_region(s), full_region(r)}, {}, at)),
@@ -298,16 +308,16 @@ TEST(Printer, Kernels) {
   Var bx = make_var("bx"), tx = make_var("tx"), ty = make_var("ty");
   Buffer a = make_buffer("a", kF32, {i32(256)}, scope::kGlobal);
   Stmt st = store(a, make_float(1.0), {add(mul(bx, i32(128)), tx)});
-  Stmt k1 = std::make_shared<KernelNode>(std::vector<Var>{bx}, std::vector<Expr>{i32(2)}, std::vector<Var>{tx, ty},
-                                         std::vector<int64_t>{128, 2}, st);
+  Stmt k1 = std::make_shared<KernelNode>(std::vector<Var>{bx}, std::vector<Expr>{i32(2)},
+                                         std::vector<Var>{tx, ty}, std::vector<int64_t>{128, 2}, st);
   EXPECT_EQ(to_string(k1),
             "with T.Kernel(2, threads=(128, 2)) as bx:\n"
             "    tx = T.get_thread_binding(0)\n"
             "    a[bx * 128 + tx] = 1.0\n");
   Var by = make_var("by"), bz = make_var("bz");
-  Stmt k3 = std::make_shared<KernelNode>(std::vector<Var>{bx, by, bz},
-                                         std::vector<Expr>{i32(1), i32(2), i32(3)}, std::vector<Var>{},
-                                         std::vector<int64_t>{32}, eval(i32(0)));
+  Stmt k3 =
+      std::make_shared<KernelNode>(std::vector<Var>{bx, by, bz}, std::vector<Expr>{i32(1), i32(2), i32(3)},
+                                   std::vector<Var>{}, std::vector<int64_t>{32}, eval(i32(0)));
   EXPECT_EQ(to_string(k3), "with T.Kernel(1, 2, 3, threads=32) as (bx, by, bz):\n    T.evaluate(0)\n");
 }
 

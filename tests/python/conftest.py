@@ -1,0 +1,96 @@
+"""Shared pytest configuration for the Python kernel tests.
+
+Every kernel test takes the ``target`` fixture, so the same cases run on each
+back end listed in ``TARGETS``. To enable a new back end, append its target
+string to ``TARGETS`` (and, if it needs hardware, register a probe in
+``_PROBES``). The list can be overridden for one run with the environment
+variable ``TILELANG_TEST_TARGETS``, e.g.::
+
+    TILELANG_TEST_TARGETS=cpu,cuda python -m pytest tests/python
+
+A target whose hardware is not present is skipped with the reason.
+"""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+# Make the kernel-builder package (tests/python/kernels) importable whatever
+# import mode pytest runs in.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+# The back ends the suite runs on by default. Add a target here once its back
+# end can run kernels.
+TARGETS = ["cpu"]
+
+# Targets that need an accelerator; their test ids are marked ``gpu``.
+_GPU_TARGETS = {"cuda", "hip", "rocm", "metal"}
+
+
+def selected_targets():
+    """Targets for this run: TILELANG_TEST_TARGETS if set, else TARGETS."""
+    env = os.environ.get("TILELANG_TEST_TARGETS", "").strip()
+    if env:
+        return [t.strip() for t in env.split(",") if t.strip()]
+    return list(TARGETS)
+
+
+def _probe_cpu():
+    return None
+
+
+def _probe_cuda():
+    import tilelang
+
+    probe = getattr(tilelang, "cuda_available", None)
+    if probe is None:
+        return ("tilelang.cuda_available() does not exist, so the presence of a "
+                "CUDA GPU cannot be detected")
+    if not probe():
+        return "no CUDA GPU detected (tilelang.cuda_available() returned False)"
+    return None
+
+
+# target name -> function returning None when the target can run here, or a
+# string saying why it cannot.
+_PROBES = {
+    "cpu": _probe_cpu,
+    "cuda": _probe_cuda,
+}
+
+
+def target_unavailable_reason(name):
+    """None when kernels for ``name`` can run on this machine, else why not."""
+    probe = _PROBES.get(name)
+    if probe is None:
+        return (f"no hardware probe is registered for target {name!r} "
+                "(add one to _PROBES in tests/python/conftest.py)")
+    return probe()
+
+
+def _target_params():
+    params = []
+    for name in selected_targets():
+        marks = [pytest.mark.gpu] if name in _GPU_TARGETS else []
+        params.append(pytest.param(name, id=name, marks=marks))
+    return params
+
+
+@pytest.fixture(params=_target_params())
+def target(request):
+    """The target string passed to tilelang.compile / tilelang.jit."""
+    name = request.param
+    reason = target_unavailable_reason(name)
+    if reason is not None:
+        pytest.skip(f"target {name!r} not available: {reason}")
+    return name
+
+
+@pytest.fixture
+def rng():
+    """A fresh, fixed-seed random generator for each test."""
+    return np.random.default_rng(0)
