@@ -156,6 +156,7 @@ ConstIntBound ConstIntBoundAnalyzer::operator()(const Expr& e) const {
 }
 
 ConstIntBound ConstIntBoundAnalyzer::bound_of(const LinearForm& f) const {
+  if (f.overflow) return kEverything;
   Bound acc{f.constant, f.constant};
   for (auto& t : f.terms) acc = bound_add(acc, bound_mul((*this)(t.atom), {t.coeff, t.coeff}));
   return acc;
@@ -247,7 +248,7 @@ ConstIntBound ConstIntBoundAnalyzer::visit_binary(const Expr& e, const BinaryNod
   if (linear_op && assumes_no_overflow(n->dtype)) {
     // Through the linear form, shared terms cancel: x*2 - x is bounded like x.
     LinearForm f = linear_form(e);
-    if (!(f.is_single_atom() && f.terms[0].atom.get() == e.get())) return bound_of(f);
+    if (!f.overflow && !(f.is_single_atom() && f.terms[0].atom.get() == e.get())) return bound_of(f);
   }
   Bound a = (*this)(n->a), b = (*this)(n->b);
   switch (n->op) {

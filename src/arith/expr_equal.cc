@@ -39,7 +39,8 @@ bool expr_equal(const Expr& a, const Expr& b) {
              expr_equal(x->false_value, y->false_value);
     }
     case ExprKind::Cast:
-      return expr_equal(static_cast<const CastNode*>(a.get())->value, static_cast<const CastNode*>(b.get())->value);
+      return expr_equal(static_cast<const CastNode*>(a.get())->value,
+                        static_cast<const CastNode*>(b.get())->value);
     case ExprKind::BufferLoad: {
       auto* x = static_cast<const BufferLoadNode*>(a.get());
       auto* y = static_cast<const BufferLoadNode*>(b.get());

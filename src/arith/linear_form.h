@@ -15,22 +15,27 @@ struct LinearTerm {
   int64_t coeff;
 };
 
-// Coefficients and the constant are kept modulo 2^bits of dtype (as signed representatives), so
-// a form is exact in the dtype's own wrapping arithmetic.
+// For index types (see assumes_no_overflow) coefficients are mathematical integers; should one
+// leave int64, `overflow` is set and the form must not be used. For wrapping types they are
+// kept modulo 2^bits (as signed representatives), which is exact in that arithmetic.
 struct LinearForm {
   DataType dtype;
   std::vector<LinearTerm> terms;  // distinct atoms (expr_equal), nonzero coefficients
   int64_t constant = 0;
+  bool overflow = false;
 
   explicit LinearForm(DataType t, int64_t c = 0);
   bool is_const() const { return terms.empty(); }
   // Adds coeff * atom, merging with an equal atom already present.
   void add_term(const Expr& atom, int64_t coeff);
-  void add(const LinearForm& other, int64_t scale = 1);
+  void add(const LinearForm& other, int64_t factor = 1);
   void scale(int64_t factor);
   void add_constant(int64_t c);
   // True when the form is exactly 1 * atom.
   bool is_single_atom() const { return constant == 0 && terms.size() == 1 && terms[0].coeff == 1; }
+  // Coefficient arithmetic in this form's number system.
+  int64_t plus(int64_t a, int64_t b);
+  int64_t times(int64_t a, int64_t b);
 };
 
 // Flattens +, - and multiplication by constants (e must be of an integer dtype).

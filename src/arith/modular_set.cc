@@ -56,6 +56,7 @@ ModularSet combine_truncdiv(ModularSet a, int64_t d) {
 }
 
 ModularSet combine_truncmod(ModularSet a, int64_t d) {
+  if (d == 1 || d == -1) return exact(0);
   if (a.coeff == 0) return exact(a.base % d);
   if (a.coeff % d == 0 && a.base % d == 0) return exact(0);
   return normalise(gcd_int(a.coeff, d), a.base);  // a % d = a - d*q

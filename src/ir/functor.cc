@@ -252,10 +252,16 @@ Stmt IRMutator::mutate_allocate(const Stmt& s, const AllocateNode* n) {
 }
 Stmt IRMutator::mutate_tile_op(const Stmt& s, const TileOpNode* n) {
   std::vector<BufferRegion> regions;
-  for (auto& r : n->regions) regions.push_back(mutate_region(r));
   bool changed = false;
+  for (auto& r : n->regions) {
+    regions.push_back(mutate_region(r));
+    const BufferRegion& nr = regions.back();
+    if (nr.buffer != r.buffer) changed = true;
+    for (size_t i = 0; i < r.ranges.size(); ++i)
+      if (nr.ranges[i].min != r.ranges[i].min || nr.ranges[i].extent != r.ranges[i].extent) changed = true;
+  }
   auto args = mutate_exprs(n->args, &changed);
-  // Regions are rebuilt unconditionally: cheap, and tile ops are few.
+  if (!changed) return s;
   return std::make_shared<TileOpNode>(n->op, std::move(regions), std::move(args), n->attrs, n->span);
 }
 Stmt IRMutator::mutate_kernel(const Stmt& s, const KernelNode* n) {

@@ -55,6 +55,8 @@ std::vector<Expr> BufferNode::effective_strides() const {
     const int64_t* s = const_int(shape[i]);
     if (a && s) {
       acc = make_int(*a * *s, acc->dtype);
+    } else if (a && *a == 1) {
+      acc = shape[i];
     } else {
       DataType t = acc->dtype.bits >= shape[i]->dtype.bits ? acc->dtype : shape[i]->dtype;
       acc = std::make_shared<BinaryNode>(BinaryOp::Mul, t, acc, shape[i]);

@@ -179,7 +179,8 @@ Expr logical_not(Expr a, Span span) {
 
 Expr neg(Expr a, Span span) {
   if (auto* f = as<FloatImmNode>(a)) return make_float(-f->value, a->dtype, span);
-  return binary(BinaryOp::Sub, cast(a->dtype, make_int(0), span), std::move(a), span);
+  Expr zero = cast(a->dtype, make_int(0), span);
+  return binary(BinaryOp::Sub, zero, std::move(a), span);
 }
 
 Expr select(Expr cond, Expr t, Expr f, Span span) {
@@ -230,8 +231,8 @@ Expr max_value(DataType t, Span span) {
 Expr min_value(DataType t, Span span) {
   if (t.is_int()) return make_int(t.bits >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (t.bits - 1)), t, span);
   if (t.is_uint() || t.is_bool()) return cast(t, make_int(0), span);
-  auto* m = as<FloatImmNode>(max_value(t, span));
-  return make_float(-m->value, t, span);
+  Expr highest = max_value(t, span);
+  return make_float(-as<FloatImmNode>(highest)->value, t, span);
 }
 
 Expr infinity(DataType t, Span span) {

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <unordered_map>
 
 namespace tl {

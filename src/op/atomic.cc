@@ -27,7 +27,8 @@ Stmt lower_atomic(const TileOpNode& op, LowerContext& ctx) {
   Expr value = cast(dst.buffer->dtype, guarded_load(src, src_idx, ctx.analyzer, sp), sp);
   Expr call = std::make_shared<CallNode>(DataType::Void(), op.op,
                                          std::vector<Expr>{make_load(dst.buffer, dst_idx, sp), value}, sp);
-  Stmt update = guard(in_bounds(dst, dst_idx, ctx.analyzer, sp), std::make_shared<EvaluateNode>(call, sp), sp);
+  Stmt update =
+      guard(in_bounds(dst, dst_idx, ctx.analyzer, sp), std::make_shared<EvaluateNode>(call, sp), sp);
   return loops.wrap(update, ForKind::Parallel);
 }
 

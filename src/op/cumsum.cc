@@ -67,7 +67,8 @@ Stmt lower_cumsum(const TileOpNode& op, LowerContext& ctx) {
   Buffer acc = make_scalar_buffer(dst.buffer->name + "_sum", t, sp);
   std::vector<Expr> at0 = {make_int(0, DataType::Int(32), sp)};
   Expr acc_val = make_load(acc, at0, sp);
-  Stmt init = std::make_shared<BufferStoreNode>(acc, cast(t, make_int(0, DataType::Int(32), sp), sp), at0, sp);
+  Stmt init =
+      std::make_shared<BufferStoreNode>(acc, cast(t, make_int(0, DataType::Int(32), sp), sp), at0, sp);
   Expr x = cast(t, guarded_load(src, src_idx, az, sp), sp);
   Stmt step = std::make_shared<BufferStoreNode>(acc, add(acc_val, x, sp), at0, sp);
   Stmt write = guarded_store(dst, acc_val, dst_idx, az, sp);

@@ -16,7 +16,8 @@ void check_fill(const TileOpNode& op, arith::Analyzer&) {
   const Expr& value = op.args[0];
   if (value->dtype.is_handle() || value->dtype.is_void())
     fail(ErrorKind::Type, op.span,
-         std::string(kOpName) + ": the fill value for " + op.regions[0].buffer->name + " must be a number, got " +
+         std::string(kOpName) + ": the fill value for " + op.regions[0].buffer->name +
+             " must be a number, got " +
              (value->dtype.is_void() ? "a call without a value" : "a buffer or string"),
          "pass a scalar, e.g. T.fill(" + op.regions[0].buffer->name + ", 0)");
   check_region(kOpName, op.regions[0], op.span);

@@ -24,14 +24,15 @@ Operand matrix_operand(const char* role, const BufferRegion& r, Span span) {
   int rank = int(r.ranges.size());
   if (rank < 2)
     fail(ErrorKind::Shape, span,
-         std::string(kOpName) + ": " + role + " (" + region_str(r) + ", extents " + extents_str(region_extents(r)) +
-             ") must be a 2-D tile",
+         std::string(kOpName) + ": " + role + " (" + region_str(r) + ", extents " +
+             extents_str(region_extents(r)) + ") must be a 2-D tile",
          "pass a 2-D buffer or a 2-D slice of one");
   std::vector<int> dims = non_unit_dims(r);
   if (dims.size() > 2)
     fail(ErrorKind::Shape, span,
-         std::string(kOpName) + ": " + role + " (" + region_str(r) + ", extents " + extents_str(region_extents(r)) +
-             ") has " + std::to_string(dims.size()) + " dimensions of extent > 1; gemm needs a 2-D tile",
+         std::string(kOpName) + ": " + role + " (" + region_str(r) + ", extents " +
+             extents_str(region_extents(r)) + ") has " + std::to_string(dims.size()) +
+             " dimensions of extent > 1; gemm needs a 2-D tile",
          "slice the operand down to a 2-D tile, e.g. " + r.buffer->name + "[stage, :, :]");
   for (int d = rank - 1; dims.size() < 2; --d)
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) dims.push_back(d);
@@ -103,9 +104,12 @@ std::vector<Expr> operand_indices(const Operand& x, const Expr& row, const Expr&
   std::vector<Expr> out;
   for (size_t d = 0; d < x.region->ranges.size(); ++d) {
     const Expr& mn = x.region->ranges[d].min;
-    if (int(d) == x.dim0) out.push_back(add(mn, row, span));
-    else if (int(d) == x.dim1) out.push_back(add(mn, col, span));
-    else out.push_back(mn);
+    if (int(d) == x.dim0)
+      out.push_back(add(mn, row, span));
+    else if (int(d) == x.dim1)
+      out.push_back(add(mn, col, span));
+    else
+      out.push_back(mn);
   }
   return out;
 }
@@ -121,7 +125,8 @@ Stmt lower_gemm(const TileOpNode& op, LowerContext& ctx) {
   auto product = [&](const Expr& i, const Expr& j, const Expr& k) {
     auto ia = g.trans_a ? operand_indices(g.a, k, i, sp) : operand_indices(g.a, i, k, sp);
     auto ib = g.trans_b ? operand_indices(g.b, j, k, sp) : operand_indices(g.b, k, j, sp);
-    return mul(cast(acc_t, guarded_load(ra, ia, az, sp), sp), cast(acc_t, guarded_load(rb, ib, az, sp), sp), sp);
+    return mul(cast(acc_t, guarded_load(ra, ia, az, sp), sp), cast(acc_t, guarded_load(rb, ib, az, sp), sp),
+               sp);
   };
 
   if (!g.trans_b) {
@@ -151,13 +156,14 @@ Stmt lower_gemm(const TileOpNode& op, LowerContext& ctx) {
   Buffer acc = make_scalar_buffer(rc.buffer->name + "_acc", acc_t, sp);
   std::vector<Expr> at0 = {make_int(0, DataType::Int(32), sp)};
   Expr acc_val = make_load(acc, at0, sp);
-  Stmt init = std::make_shared<BufferStoreNode>(acc, cast(acc_t, make_int(0, DataType::Int(32), sp), sp), at0, sp);
+  Stmt init =
+      std::make_shared<BufferStoreNode>(acc, cast(acc_t, make_int(0, DataType::Int(32), sp), sp), at0, sp);
   Stmt step = std::make_shared<BufferStoreNode>(acc, add(acc_val, product(i, j, k), sp), at0, sp);
   auto ic = operand_indices(g.c, i, j, sp);
   Expr result = clear ? acc_val : add(guarded_load(rc, ic, az, sp), acc_val, sp);
   Stmt write = guarded_store(rc, result, ic, az, sp);
-  Stmt per_elem = std::make_shared<AllocateNode>(acc, make_seq({init, lk.wrap(step, ForKind::Serial), write}, sp),
-                                                 Attrs{}, sp);
+  Stmt per_elem = std::make_shared<AllocateNode>(
+      acc, make_seq({init, lk.wrap(step, ForKind::Serial), write}, sp), Attrs{}, sp);
   return li.wrap(lj.wrap(per_elem, ForKind::Serial), ForKind::Serial);
 }
 

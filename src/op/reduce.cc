@@ -38,10 +38,13 @@ Expr identity(ReduceKind kind, DataType t, Span span) {
 Expr combine(ReduceKind kind, const Expr& acc, const Expr& x, Span span) {
   switch (kind) {
     case ReduceKind::Sum:
-    case ReduceKind::AbsSum: return add(acc, x, span);
+    case ReduceKind::AbsSum:
+      return add(acc, x, span);
     case ReduceKind::Max:
-    case ReduceKind::AbsMax: return max(acc, x, span);
-    case ReduceKind::Min: return min(acc, x, span);
+    case ReduceKind::AbsMax:
+      return max(acc, x, span);
+    case ReduceKind::Min:
+      return min(acc, x, span);
   }
   return nullptr;
 }
@@ -53,8 +56,8 @@ int reduce_dim(const TileOpNode& op) {
   int64_t rank = int64_t(src.ranges.size());
   if (dim < 0 || dim >= rank)
     fail(ErrorKind::Shape, op.span,
-         op_name(op) + ": dim " + std::to_string(dim) + " out of range for " + src.buffer->name + " of rank " +
-             std::to_string(rank),
+         op_name(op) + ": dim " + std::to_string(dim) + " out of range for " + src.buffer->name +
+             " of rank " + std::to_string(rank),
          "dim must lie in [0, " + std::to_string(rank) + ") (negative dims count from the end)");
   return int(dim);
 }
@@ -77,9 +80,10 @@ bool keeps_dim(const TileOpNode& op, int dim, arith::Analyzer& analyzer) {
   if (equal_to(removed)) return false;
   if (equal_to(kept)) return true;
   fail(ErrorKind::Shape, op.span,
-       op_name(op) + ": " + region_str(dst) + " (extents " + extents_str(dst_ext) + ") does not fit the reduction of " +
-           region_str(src) + " (extents " + extents_str(region_extents(src)) + ") over dim " + std::to_string(dim) +
-           ": expected extents " + extents_str(removed) + " or " + extents_str(kept),
+       op_name(op) + ": " + region_str(dst) + " (extents " + extents_str(dst_ext) +
+           ") does not fit the reduction of " + region_str(src) + " (extents " +
+           extents_str(region_extents(src)) + ") over dim " + std::to_string(dim) + ": expected extents " +
+           extents_str(removed) + " or " + extents_str(kept),
        "the destination has the source's shape without the reduced dimension (or with it as 1)");
 }
 

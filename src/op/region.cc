@@ -35,21 +35,27 @@ bool expr_equal(const Expr& a, const Expr& b) {
   if (a == b) return true;
   if (!a || !b || a->kind != b->kind || a->dtype != b->dtype) return false;
   switch (a->kind) {
-    case ExprKind::IntImm: return as<IntImmNode>(a)->value == as<IntImmNode>(b)->value;
-    case ExprKind::FloatImm: return as<FloatImmNode>(a)->value == as<FloatImmNode>(b)->value;
-    case ExprKind::StringImm: return as<StringImmNode>(a)->value == as<StringImmNode>(b)->value;
-    case ExprKind::Var: return false;  // identity, already compared
+    case ExprKind::IntImm:
+      return as<IntImmNode>(a)->value == as<IntImmNode>(b)->value;
+    case ExprKind::FloatImm:
+      return as<FloatImmNode>(a)->value == as<FloatImmNode>(b)->value;
+    case ExprKind::StringImm:
+      return as<StringImmNode>(a)->value == as<StringImmNode>(b)->value;
+    case ExprKind::Var:
+      return false;  // identity, already compared
     case ExprKind::Binary: {
       auto *x = as<BinaryNode>(a), *y = as<BinaryNode>(b);
       return x->op == y->op && expr_equal(x->a, y->a) && expr_equal(x->b, y->b);
     }
-    case ExprKind::Not: return expr_equal(as<NotNode>(a)->a, as<NotNode>(b)->a);
+    case ExprKind::Not:
+      return expr_equal(as<NotNode>(a)->a, as<NotNode>(b)->a);
     case ExprKind::Select: {
       auto *x = as<SelectNode>(a), *y = as<SelectNode>(b);
       return expr_equal(x->cond, y->cond) && expr_equal(x->true_value, y->true_value) &&
              expr_equal(x->false_value, y->false_value);
     }
-    case ExprKind::Cast: return expr_equal(as<CastNode>(a)->value, as<CastNode>(b)->value);
+    case ExprKind::Cast:
+      return expr_equal(as<CastNode>(a)->value, as<CastNode>(b)->value);
     case ExprKind::BufferLoad: {
       auto *x = as<BufferLoadNode>(a), *y = as<BufferLoadNode>(b);
       return x->buffer == y->buffer && exprs_equal(x->indices, y->indices);
@@ -263,8 +269,8 @@ LoopNest::~LoopNest() {
 Stmt LoopNest::wrap(Stmt body, ForKind kind) const {
   for (size_t k = vars_.size(); k-- > 0;) {
     auto v = std::static_pointer_cast<const VarNode>(vars_[k]);
-    body = std::make_shared<ForNode>(v, make_int(0, v->dtype, span_), extents_[k], kind, body, Attrs{},
-                                     span_);
+    body =
+        std::make_shared<ForNode>(v, make_int(0, v->dtype, span_), extents_[k], kind, body, Attrs{}, span_);
   }
   return body;
 }

@@ -49,8 +49,7 @@ bool is_guarded_buffer(const Buffer& b);
 // The conjunction of those in-bounds conditions of an access at `indices` (a point inside
 // region r) that the analyzer cannot prove; nullptr when none is left or r's buffer is
 // not guarded.
-Expr in_bounds(const BufferRegion& r, const std::vector<Expr>& indices, arith::Analyzer& analyzer,
-               Span span);
+Expr in_bounds(const BufferRegion& r, const std::vector<Expr>& indices, arith::Analyzer& analyzer, Span span);
 // A load that yields 0 out of bounds.
 Expr guarded_load(const BufferRegion& r, const std::vector<Expr>& indices, arith::Analyzer& analyzer,
                   Span span);
@@ -113,6 +112,6 @@ const TileOpDef& cumsum_op();      // cumsum.cc
 const TileOpDef& atomic_add_op();  // atomic.cc
 const TileOpDef& atomic_max_op();
 const TileOpDef& atomic_min_op();
-const TileOpDef& print_op();       // print.cc
+const TileOpDef& print_op();  // print.cc
 
 }  // namespace tl

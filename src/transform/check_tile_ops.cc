@@ -16,6 +16,12 @@ class TileOpChecker : public IRVisitor {
  public:
   using IRVisitor::visit;
 
+  // Shape variables of the parameters are extents: never negative.
+  void bind_shape_vars(const PrimFuncNode& f) {
+    for (auto& v : shape_vars(f))
+      analyzer_.bind(v.get(), arith::ConstIntBound{0, arith::ConstIntBound::kPosInf});
+  }
+
  protected:
   void visit_for(const ForNode* n) override {
     bind_loop_var(analyzer_, n->var.get(), n->min, n->extent);
@@ -53,6 +59,7 @@ class TileOpChecker : public IRVisitor {
 
 PrimFunc check_tile_ops(const PrimFunc& f) {
   TileOpChecker checker;
+  checker.bind_shape_vars(*f);
   checker.visit(f->body);
   return f;
 }

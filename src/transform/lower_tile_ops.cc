@@ -17,7 +17,8 @@ class TileOpLowerer : public IRMutator {
 
   // Shape variables of the parameters are extents: never negative.
   void bind_shape_vars(const PrimFuncNode& f) {
-    for (auto& v : shape_vars(f)) analyzer_.bind(v.get(), arith::ConstIntBound{0, arith::ConstIntBound::kPosInf});
+    for (auto& v : shape_vars(f))
+      analyzer_.bind(v.get(), arith::ConstIntBound{0, arith::ConstIntBound::kPosInf});
   }
 
  protected:
@@ -28,8 +29,8 @@ class TileOpLowerer : public IRMutator {
     // The CPU runs a pipelined loop in order; the stage attributes mean nothing there.
     bool to_serial = n->for_kind == ForKind::Pipelined && target_.kind == "cpu";
     if (body == n->body && !to_serial) return s;
-    return std::make_shared<ForNode>(n->var, n->min, n->extent, to_serial ? ForKind::Serial : n->for_kind, body,
-                                     to_serial ? Attrs{} : n->attrs, n->span);
+    return std::make_shared<ForNode>(n->var, n->min, n->extent, to_serial ? ForKind::Serial : n->for_kind,
+                                     body, to_serial ? Attrs{} : n->attrs, n->span);
   }
   Stmt mutate_let(const Stmt& s, const LetStmtNode* n) override {
     if (n->var->dtype.is_integer()) analyzer_.bind(n->var.get(), analyzer_.const_int_bound(n->value));

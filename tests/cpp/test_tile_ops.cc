@@ -35,21 +35,26 @@ class Interpreter {
 
   double eval(const Expr& e) {
     switch (e->kind) {
-      case ExprKind::IntImm: return double(as<IntImmNode>(e)->value);
-      case ExprKind::FloatImm: return as<FloatImmNode>(e)->value;
+      case ExprKind::IntImm:
+        return double(as<IntImmNode>(e)->value);
+      case ExprKind::FloatImm:
+        return as<FloatImmNode>(e)->value;
       case ExprKind::Var: {
         auto it = env.find(as<VarNode>(e));
         if (it == env.end()) throw std::runtime_error("unbound variable " + as<VarNode>(e)->name);
         return it->second;
       }
-      case ExprKind::Binary: return eval_binary(as<BinaryNode>(e));
-      case ExprKind::Not: return eval(as<NotNode>(e)->a) == 0;
+      case ExprKind::Binary:
+        return eval_binary(as<BinaryNode>(e));
+      case ExprKind::Not:
+        return eval(as<NotNode>(e)->a) == 0;
       case ExprKind::Select: {
         // Only the chosen side is evaluated: the other may be an out-of-bounds load.
         auto* n = as<SelectNode>(e);
         return eval(n->cond) != 0 ? eval(n->true_value) : eval(n->false_value);
       }
-      case ExprKind::Cast: return convert(e->dtype, eval(as<CastNode>(e)->value));
+      case ExprKind::Cast:
+        return convert(e->dtype, eval(as<CastNode>(e)->value));
       case ExprKind::BufferLoad: {
         auto* n = as<BufferLoadNode>(e);
         return mem_at(n->buffer, n->indices);
@@ -59,7 +64,8 @@ class Interpreter {
         if (n->op == "abs") return std::fabs(eval(n->args.at(0)));
         throw std::runtime_error("call to " + n->op + " in an expression");
       }
-      default: throw std::runtime_error("unsupported expression kind");
+      default:
+        throw std::runtime_error("unsupported expression kind");
     }
   }
 
@@ -81,8 +87,10 @@ class Interpreter {
       }
       case StmtKind::IfThenElse: {
         auto* n = as<IfThenElseNode>(s);
-        if (eval(n->cond) != 0) exec(n->then_case);
-        else exec(n->else_case);
+        if (eval(n->cond) != 0)
+          exec(n->then_case);
+        else
+          exec(n->else_case);
         return;
       }
       case StmtKind::BufferStore: {
@@ -98,10 +106,12 @@ class Interpreter {
         env.erase(n->var.get());
         return;
       }
-      case StmtKind::Evaluate: return exec_call(as<EvaluateNode>(s)->value);
+      case StmtKind::Evaluate:
+        return exec_call(as<EvaluateNode>(s)->value);
       case StmtKind::Allocate: {
         auto* n = as<AllocateNode>(s);
-        if (mem.count(n->buffer.get())) throw std::runtime_error("buffer allocated twice: " + n->buffer->name);
+        if (mem.count(n->buffer.get()))
+          throw std::runtime_error("buffer allocated twice: " + n->buffer->name);
         alloc(n->buffer, std::nan(""));  // uninitialised: a read before a write shows as NaN
         exec(n->body);
         mem.erase(n->buffer.get());
@@ -112,7 +122,8 @@ class Interpreter {
         run_blocks(n, 0);
         return;
       }
-      case StmtKind::TileOp: throw std::runtime_error("tile op left after lowering: " + as<TileOpNode>(s)->op);
+      case StmtKind::TileOp:
+        throw std::runtime_error("tile op left after lowering: " + as<TileOpNode>(s)->op);
     }
   }
 
@@ -148,23 +159,40 @@ class Interpreter {
     double a = eval(n->a), b = eval(n->b);
     bool integer = n->a->dtype.is_integer();
     switch (n->op) {
-      case BinaryOp::Add: return a + b;
-      case BinaryOp::Sub: return a - b;
-      case BinaryOp::Mul: return a * b;
-      case BinaryOp::Div: return integer ? std::trunc(a / b) : a / b;
-      case BinaryOp::Mod: return std::fmod(a, b);
-      case BinaryOp::FloorDiv: return std::floor(a / b);
-      case BinaryOp::FloorMod: return a - std::floor(a / b) * b;
-      case BinaryOp::Min: return std::min(a, b);
-      case BinaryOp::Max: return std::max(a, b);
-      case BinaryOp::EQ: return a == b;
-      case BinaryOp::NE: return a != b;
-      case BinaryOp::LT: return a < b;
-      case BinaryOp::LE: return a <= b;
-      case BinaryOp::GT: return a > b;
-      case BinaryOp::GE: return a >= b;
-      case BinaryOp::And: return a != 0 && b != 0;
-      case BinaryOp::Or: return a != 0 || b != 0;
+      case BinaryOp::Add:
+        return a + b;
+      case BinaryOp::Sub:
+        return a - b;
+      case BinaryOp::Mul:
+        return a * b;
+      case BinaryOp::Div:
+        return integer ? std::trunc(a / b) : a / b;
+      case BinaryOp::Mod:
+        return std::fmod(a, b);
+      case BinaryOp::FloorDiv:
+        return std::floor(a / b);
+      case BinaryOp::FloorMod:
+        return a - std::floor(a / b) * b;
+      case BinaryOp::Min:
+        return std::min(a, b);
+      case BinaryOp::Max:
+        return std::max(a, b);
+      case BinaryOp::EQ:
+        return a == b;
+      case BinaryOp::NE:
+        return a != b;
+      case BinaryOp::LT:
+        return a < b;
+      case BinaryOp::LE:
+        return a <= b;
+      case BinaryOp::GT:
+        return a > b;
+      case BinaryOp::GE:
+        return a >= b;
+      case BinaryOp::And:
+        return a != 0 && b != 0;
+      case BinaryOp::Or:
+        return a != 0 || b != 0;
     }
     return 0;
   }
@@ -177,14 +205,18 @@ class Interpreter {
       if (!target) throw std::runtime_error("atomic without an address");
       double& slot = mem_at(target->buffer, target->indices);
       double v = eval(call->args.at(1));
-      slot = call->op == "atomic_add" ? slot + v : call->op == "atomic_max" ? std::max(slot, v) : std::min(slot, v);
+      slot = call->op == "atomic_add"   ? slot + v
+             : call->op == "atomic_max" ? std::max(slot, v)
+                                        : std::min(slot, v);
       return;
     }
     if (call->op == "print") {
       std::string line;
       for (auto& a : call->args) {
-        if (auto* str = as<StringImmNode>(a)) line += str->value;
-        else line += " " + std::to_string(int64_t(eval(a)));
+        if (auto* str = as<StringImmNode>(a))
+          line += str->value;
+        else
+          line += " " + std::to_string(int64_t(eval(a)));
       }
       printed.push_back(line);
       return;
@@ -302,7 +334,8 @@ void expect_error(const PrimFunc& f, ErrorKind kind, std::vector<std::string> wo
   } catch (const CompileError& e) {
     EXPECT_EQ(int(e.kind()), int(kind)) << e.what();
     EXPECT_EQ(e.span().line, 7) << "error should point at the tile op";
-    for (auto& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << w << " in: " << e.what();
+    for (auto& w : words)
+      EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << w << " in: " << e.what();
     EXPECT_FALSE(e.hint().empty());
   }
 }
@@ -354,8 +387,8 @@ TEST(TileOpsCopy, BlockTilesRoundTripWithTail) {
   Expr row = mul(bx, c(8));
   Stmt body = make_seq({tile_op("copy", {region(A, {{row, c(8)}, {c(0), c(5)}}), full(S)}),
                         tile_op("copy", {full(S), region(B, {{row, c(8)}, {c(0), c(5)}})})});
-  Stmt kernel = std::make_shared<KernelNode>(std::vector<Var>{bx}, std::vector<Expr>{c(3)}, std::vector<Var>{},
-                                             std::vector<int64_t>{128}, body);
+  Stmt kernel = std::make_shared<KernelNode>(std::vector<Var>{bx}, std::vector<Expr>{c(3)},
+                                             std::vector<Var>{}, std::vector<int64_t>{128}, body);
   PrimFunc low = lower(make_func({A, B}, kernel));
   Interpreter in;
   in.alloc(A);
@@ -384,8 +417,8 @@ TEST(TileOpsCopy, FourDGlobalSliceToTwoDShared) {
   // G[1, 0:8, 2, 0:16] -> S (8 x 16): unit dims are squeezed away.
   Buffer G = global("G", dims({2, 8, 3, 16}));
   Buffer S = shared("S", dims({8, 16}));
-  auto f = make_func({G}, tile_op("copy", {region(G, {{c(1), c(1)}, {c(0), c(8)}, {c(2), c(1)}, {c(0), c(16)}}),
-                                           full(S)}));
+  auto f = make_func(
+      {G}, tile_op("copy", {region(G, {{c(1), c(1)}, {c(0), c(8)}, {c(2), c(1)}, {c(0), c(16)}}), full(S)}));
   PrimFunc low = lower(f);
   EXPECT_EQ(count_guards(low->body), 0) << "a constant in-bounds region needs no guard";
   Interpreter in;
@@ -465,7 +498,8 @@ TEST_P(TileOpsGemm, MatchesReference) {
   Buffer B = shared("B_shared", p.trans_b ? dims({N, K}) : dims({K, N}), DataType::Float(16));
   Buffer C = fragment("C_local", dims({M, N}));
   BufferRegion ra = region(A, {{c(1), c(1)}, {c(0), A->shape[1]}, {c(0), A->shape[2]}});
-  Attrs attrs = {{"transpose_A", int64_t(p.trans_a)}, {"transpose_B", int64_t(p.trans_b)},
+  Attrs attrs = {{"transpose_A", int64_t(p.trans_a)},
+                 {"transpose_B", int64_t(p.trans_b)},
                  {"clear_accum", int64_t(p.clear)}};
   PrimFunc low = lower(make_func({}, tile_op("gemm", {ra, full(B), full(C)}, attrs)));
   Interpreter in;
@@ -526,15 +560,21 @@ TEST_P(TileOpsReduce, MatchesReference) {
     for (int r = 0; r < n; ++r) {
       double x = p.dim == 0 ? in.data(src)[r * C + o] : in.data(src)[o * C + r];
       if (p.type == "abssum" || p.type == "absmax") x = std::fabs(x);
-      if (p.type == "sum" || p.type == "abssum") acc += x;
-      else if (p.type == "min") acc = std::min(acc, x);
-      else acc = std::max(acc, x);
+      if (p.type == "sum" || p.type == "abssum")
+        acc += x;
+      else if (p.type == "min")
+        acc = std::min(acc, x);
+      else
+        acc = std::max(acc, x);
     }
     double old = in.data(dst)[o];
     if (!p.clear) {
-      if (p.type == "sum" || p.type == "abssum") acc += old;
-      else if (p.type == "min") acc = std::min(acc, old);
-      else acc = std::max(acc, old);
+      if (p.type == "sum" || p.type == "abssum")
+        acc += old;
+      else if (p.type == "min")
+        acc = std::min(acc, old);
+      else
+        acc = std::max(acc, old);
     }
     want[o] = acc;
   }
@@ -566,6 +606,56 @@ TEST(TileOpsReduceIdentity, IntegerMaxStartsAtLowest) {
   in.data(src) = {-7, -3, -5};
   in.exec(low->body);
   EXPECT_EQ(in.data(dst)[0], -3);
+}
+
+TEST(TileOpsReduceIdentity, GlobalTailTakesNoPart) {
+  // Rows [0, 4) of a 3-row tensor: the missing row must not count as a 0 in the maximum.
+  Buffer G = global("G", dims({3, 2}));
+  Buffer dst = fragment("M_local", dims({2}));
+  Attrs attrs = {{"type", std::string("max")}, {"dim", int64_t(0)}, {"clear", int64_t(1)}};
+  auto f = make_func({G}, tile_op("reduce", {region(G, {{c(0), c(4)}, {c(0), c(2)}}), full(dst)}, attrs));
+  PrimFunc low = lower(f);
+  Interpreter in;
+  in.alloc(G);
+  in.alloc(dst);
+  in.data(G) = {-4, -1, -2, -6, -3, -5};
+  in.exec(low->body);
+  EXPECT_EQ(in.data(dst), (std::vector<double>{-2, -1}));
+}
+
+TEST(TileOpsKernel, TiledMatmulWithTailsAndPipelinedK) {
+  // C = A @ B with 4 x 4 output tiles and a K step of 8: every dimension has a tail.
+  const int M = 10, N = 7, K = 12, bm = 4, bn = 4, bk = 8;
+  Buffer A = global("A", dims({M, K}), DataType::Float(16));
+  Buffer B = global("B", dims({K, N}), DataType::Float(16));
+  Buffer C = global("C", dims({M, N}));
+  Buffer As = shared("A_shared", dims({bm, bk}), DataType::Float(16));
+  Buffer Bs = shared("B_shared", dims({bk, bn}), DataType::Float(16));
+  Buffer Cl = fragment("C_local", dims({bm, bn}));
+  Var bx = make_var("bx"), by = make_var("by"), ko = make_var("ko");
+  Stmt k_body =
+      make_seq({tile_op("copy", {region(A, {{mul(by, c(bm)), c(bm)}, {mul(ko, c(bk)), c(bk)}}), full(As)}),
+                tile_op("copy", {region(B, {{mul(ko, c(bk)), c(bk)}, {mul(bx, c(bn)), c(bn)}}), full(Bs)}),
+                tile_op("gemm", {full(As), full(Bs), full(Cl)})});
+  Stmt k_loop = std::make_shared<ForNode>(ko, c(0), c((K + bk - 1) / bk), ForKind::Pipelined, k_body,
+                                          Attrs{{"num_stages", int64_t(2)}});
+  Stmt body =
+      make_seq({tile_op("fill", {full(Cl)}, {}, {c(0)}), k_loop,
+                tile_op("copy", {full(Cl), region(C, {{mul(by, c(bm)), c(bm)}, {mul(bx, c(bn)), c(bn)}})})});
+  Stmt kernel = std::make_shared<KernelNode>(std::vector<Var>{bx, by},
+                                             std::vector<Expr>{c((N + bn - 1) / bn), c((M + bm - 1) / bm)},
+                                             std::vector<Var>{}, std::vector<int64_t>{128}, body);
+  PrimFunc low = lower(make_func({A, B, C}, kernel));
+  Interpreter in;
+  for (auto& b : {A, B, C, As, Bs, Cl}) in.alloc(b);
+  in.data(A) = random_values(M * K, 60);
+  in.data(B) = random_values(K * N, 61);
+  std::vector<double> want(M * N, 0);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < K; ++k) want[i * N + j] += in.data(A)[i * K + k] * in.data(B)[k * N + j];
+  in.exec(low->body);
+  EXPECT_EQ(in.data(C), want);
 }
 
 // ---------------------------------------------------------------- cumsum
@@ -617,11 +707,12 @@ TEST(TileOpsAtomic, TileFormWithTail) {
   Buffer G = global("G", dims({5, 4}));
   Buffer S = fragment("S", dims({4, 4}));
   BufferRegion dst = region(G, {{c(2), c(4)}, {c(0), c(4)}});
-  Stmt body = make_seq({tile_op("atomic_add", {dst, full(S)}), tile_op("atomic_add", {dst, full(S)}),
-                        tile_op("atomic_max", {region(G, {{c(0), c(1)}, {c(0), c(4)}}),
-                                               region(S, {{c(0), c(1)}, {c(0), c(4)}})}),
-                        tile_op("atomic_min", {region(G, {{c(1), c(1)}, {c(0), c(4)}}),
-                                               region(S, {{c(1), c(1)}, {c(0), c(4)}})})});
+  Stmt body =
+      make_seq({tile_op("atomic_add", {dst, full(S)}), tile_op("atomic_add", {dst, full(S)}),
+                tile_op("atomic_max",
+                        {region(G, {{c(0), c(1)}, {c(0), c(4)}}), region(S, {{c(0), c(1)}, {c(0), c(4)}})}),
+                tile_op("atomic_min",
+                        {region(G, {{c(1), c(1)}, {c(0), c(4)}}), region(S, {{c(1), c(1)}, {c(0), c(4)}})})});
   PrimFunc low = lower(make_func({G}, body));
   Interpreter in;
   in.alloc(G);
@@ -656,8 +747,8 @@ TEST(TileOpsLower, PipelinedBecomesSerialOnCpu) {
   Buffer S = shared("S", dims({16}));
   Var k = make_var("k");
   Stmt copy = tile_op("copy", {region(A, {{mul(k, c(16)), c(16)}}), full(S)});
-  Stmt loop = std::make_shared<ForNode>(k, c(0), c(4), ForKind::Pipelined, copy,
-                                        Attrs{{"num_stages", int64_t(2)}});
+  Stmt loop =
+      std::make_shared<ForNode>(k, c(0), c(4), ForKind::Pipelined, copy, Attrs{{"num_stages", int64_t(2)}});
   PrimFunc low = lower(make_func({A}, loop));
   auto* f = as<ForNode>(low->body);
   ASSERT_NE(f, nullptr);
@@ -677,8 +768,8 @@ TEST(TileOpsErrors, CopyShapeMismatch) {
   Buffer A = global("A", dims({256, 64}));
   Buffer S = shared("A_shared", dims({64, 32}));
   auto f = make_func({A}, tile_op("copy", {region(A, {{c(0), c(128)}, {c(0), c(32)}}), full(S)}));
-  expect_error(f, ErrorKind::Shape, {"T.copy", "shape mismatch", "A[0:128, 0:32]", "128 x 32", "A_shared",
-                                     "64 x 32"});
+  expect_error(f, ErrorKind::Shape,
+               {"T.copy", "shape mismatch", "A[0:128, 0:32]", "128 x 32", "A_shared", "64 x 32"});
 }
 
 TEST(TileOpsErrors, CopyRankMismatchAfterSqueeze) {
@@ -780,14 +871,14 @@ TEST(TileOpsErrors, ErrorInsideLoopsAndKernels) {
   Var bx = make_var("bx"), k = make_var("k");
   Stmt copy = tile_op("copy", {region(A, {{mul(bx, c(16)), c(16)}, {mul(k, c(16)), c(16)}}), full(S)});
   Stmt loop = std::make_shared<ForNode>(k, c(0), c(4), ForKind::Serial, copy);
-  Stmt kernel = std::make_shared<KernelNode>(std::vector<Var>{bx}, std::vector<Expr>{c(4)}, std::vector<Var>{},
-                                             std::vector<int64_t>{128}, loop);
+  Stmt kernel = std::make_shared<KernelNode>(std::vector<Var>{bx}, std::vector<Expr>{c(4)},
+                                             std::vector<Var>{}, std::vector<int64_t>{128}, loop);
   expect_error(make_func({A}, kernel), ErrorKind::Shape, {"16 x 16", "16 x 8"});
 }
 
 TEST(TileOpsRegistry, KnowsEveryOperator) {
-  for (const char* name : {"copy", "fill", "gemm", "reduce", "cumsum", "atomic_add", "atomic_max", "atomic_min",
-                           "print"}) {
+  for (const char* name :
+       {"copy", "fill", "gemm", "reduce", "cumsum", "atomic_add", "atomic_max", "atomic_min", "print"}) {
     const TileOpDef* def = find_tile_op(name);
     ASSERT_NE(def, nullptr) << name;
     EXPECT_STREQ(def->name, name);

@@ -4,6 +4,7 @@
 #include "transform/pipeline/cpu.h"
 
 #include "transform/check_tile_ops.h"
+#include "transform/legalize_safe_memory_access.h"
 #include "transform/lower_tile_ops.h"
 #include "transform/pass.h"
 #include "transform/simplify.h"
@@ -16,6 +17,8 @@ PrimFunc lower_for_cpu(const PrimFunc& f, const Target& target) {
       // User errors first, while the program still looks like what the user wrote.
       {"check_tile_ops", check_tile_ops},
       {"verify_cpu", verify_cpu},
+      // Element accesses written by hand that may run past a global tensor get guards.
+      {"legalize_safe_memory_access", legalize_safe_memory_access},
       // Tile operators become loops over their regions, with bounds guards for tails.
       {"lower_tile_ops", [&](const PrimFunc& g) { return lower_tile_ops(g, target); }},
       // Fold index arithmetic and drop the guards that block/loop ranges prove true.

@@ -1,0 +1,115 @@
+// Guards the element accesses a user wrote by hand (in T.Parallel and other loops) to
+// buffers whose extent the tile may run past: global tensors, typically in the last,
+// partial tile. A store that may fall outside is skipped, a load that may gives 0.
+// Accesses the analyzer proves in bounds (the common case for full tiles) stay unguarded.
+#include "transform/legalize_safe_memory_access.h"
+
+#include <vector>
+
+#include "arith/analyzer.h"
+#include "ir/functor.h"
+#include "ir/op.h"
+
+namespace tl {
+namespace {
+
+class SafeAccess : public IRMutator {
+ public:
+  explicit SafeAccess(const PrimFunc& f) {
+    for (auto& v : shape_vars(*f)) analyzer_.bind(v.get(), {1, arith::ConstIntBound::kPosInf});
+  }
+
+ protected:
+  // The condition that idx lies inside b, or null when it provably does.
+  Expr in_bounds(const Buffer& b, const std::vector<Expr>& idx, Span span) {
+    if (!b->is_global()) return nullptr;  // tile-local buffers: the checks of the tile ops apply
+    Expr cond;
+    for (size_t d = 0; d < idx.size() && d < b->shape.size(); ++d) {
+      Expr i = idx[d];
+      Expr lo = binary(BinaryOp::GE, i, make_int(0, i->dtype), span);
+      Expr hi = binary(BinaryOp::LT, i, cast(i->dtype, b->shape[d], span), span);
+      for (Expr c : {lo, hi}) {
+        if (analyzer_.can_prove(c)) continue;
+        cond = cond ? land(cond, c, span) : c;
+      }
+    }
+    return cond;
+  }
+
+  Expr mutate_load(const Expr& e, const BufferLoadNode* n) override {
+    Expr loaded = IRMutator::mutate_load(e, n);
+    auto* l = as<BufferLoadNode>(loaded);
+    Expr cond = in_bounds(l->buffer, l->indices, l->span);
+    if (!cond) return loaded;
+    return select(cond, loaded, cast(l->dtype, make_int(0), l->span), l->span);
+  }
+
+  Stmt mutate_store(const Stmt& s, const BufferStoreNode* n) override {
+    Stmt stored = IRMutator::mutate_store(s, n);
+    auto* st = as<BufferStoreNode>(stored);
+    Expr cond = in_bounds(st->buffer, st->indices, st->span);
+    if (!cond) return stored;
+    return std::make_shared<IfThenElseNode>(cond, stored, nullptr, st->span);
+  }
+
+  Expr mutate_call(const Expr& e, const CallNode* n) override {
+    // An atomic's first argument names an address, not a value: guard the whole call
+    // at the statement level instead (see mutate_evaluate).
+    if (n->op.rfind("atomic_", 0) == 0) return e;
+    return IRMutator::mutate_call(e, n);
+  }
+
+  Stmt mutate_evaluate(const Stmt& s, const EvaluateNode* n) override {
+    auto* c = as<CallNode>(n->value);
+    if (c && c->op.rfind("atomic_", 0) == 0 && !c->args.empty()) {
+      auto* target = as<BufferLoadNode>(c->args[0]);
+      std::vector<Expr> args = c->args;
+      for (size_t i = 1; i < args.size(); ++i) args[i] = mutate(args[i]);
+      Stmt out = std::make_shared<EvaluateNode>(
+          std::make_shared<CallNode>(c->dtype, c->op, std::move(args), c->span), n->span);
+      Expr cond = target ? in_bounds(target->buffer, target->indices, c->span) : nullptr;
+      if (!cond) return out;
+      return std::make_shared<IfThenElseNode>(cond, out, nullptr, n->span);
+    }
+    return IRMutator::mutate_evaluate(s, n);
+  }
+
+  Stmt mutate_for(const Stmt& s, const ForNode* n) override {
+    const int64_t* mn = const_int(n->min);
+    arith::ConstIntBound ext = analyzer_.const_int_bound(n->extent);
+    if (mn && ext.max != arith::ConstIntBound::kPosInf && ext.max >= 1) {
+      analyzer_.bind(n->var.get(), *mn, ext.max);
+    } else if (mn) {
+      analyzer_.bind(n->var.get(), {*mn, arith::ConstIntBound::kPosInf});
+    }
+    Stmt out = IRMutator::mutate_for(s, n);
+    analyzer_.unbind(n->var.get());
+    return out;
+  }
+
+  Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
+    for (size_t d = 0; d < n->block_vars.size(); ++d) {
+      arith::ConstIntBound g = analyzer_.const_int_bound(n->grid[d]);
+      if (g.max != arith::ConstIntBound::kPosInf && g.max >= 1) {
+        analyzer_.bind(n->block_vars[d].get(), 0, g.max);
+      } else {
+        analyzer_.bind(n->block_vars[d].get(), {0, arith::ConstIntBound::kPosInf});
+      }
+    }
+    Stmt out = IRMutator::mutate_kernel(s, n);
+    for (auto& v : n->block_vars) analyzer_.unbind(v.get());
+    return out;
+  }
+
+ private:
+  arith::Analyzer analyzer_;
+};
+
+}  // namespace
+
+PrimFunc legalize_safe_memory_access(const PrimFunc& f) {
+  SafeAccess pass(f);
+  return with_body(f, pass.mutate(f->body));
+}
+
+}  // namespace tl
