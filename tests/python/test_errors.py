@@ -92,7 +92,7 @@ def test_error_class_hierarchy():
 def test_unknown_name(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+        def main(A: T.Tensor((16,), F32), B: T.Tensor((16,), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 for i in T.Parallel(16):
                     B[i] = A[i] * scale_not_defined_anywhere  # noqa: F821  <<err:unknown_name>>
@@ -108,7 +108,7 @@ def test_unknown_name(target):
 def test_unknown_language_function(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((16, 16), "float32"), B: T.Tensor((16,), "float32")):
+        def main(A: T.Tensor((16, 16), F32), B: T.Tensor((16,), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 x = T.alloc_fragment((16, 16), "float32")
                 r = T.alloc_fragment((16,), "float32")
@@ -126,7 +126,7 @@ def test_unknown_language_function(target):
 def test_copy_shape_mismatch(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((32, 16), "float32"), B: T.Tensor((32, 8), "float32")):
+        def main(A: T.Tensor((32, 16), F32), B: T.Tensor((32, 8), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 S = T.alloc_shared((32, 16), "float32")
                 F = T.alloc_fragment((32, 8), "float32")
@@ -145,8 +145,8 @@ def test_copy_shape_mismatch(target):
 def test_gemm_k_mismatch(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((32, 16), "float32"), B: T.Tensor((24, 32), "float32"),
-                 C: T.Tensor((32, 32), "float32")):
+        def main(A: T.Tensor((32, 16), F32), B: T.Tensor((24, 32), F32),
+                 C: T.Tensor((32, 32), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 A_s = T.alloc_shared((32, 16), "float32")
                 B_s = T.alloc_shared((24, 32), "float32")
@@ -167,8 +167,8 @@ def test_gemm_k_mismatch(target):
 def test_gemm_output_shape_mismatch(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((32, 16), "float32"), B: T.Tensor((16, 32), "float32"),
-                 C: T.Tensor((32, 16), "float32")):
+        def main(A: T.Tensor((32, 16), F32), B: T.Tensor((16, 32), F32),
+                 C: T.Tensor((32, 16), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 A_s = T.alloc_shared((32, 16), "float32")
                 B_s = T.alloc_shared((16, 32), "float32")
@@ -189,8 +189,8 @@ def test_gemm_output_shape_mismatch(target):
 def test_gemm_rank_error(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((2, 16, 16), "float32"), B: T.Tensor((16, 16), "float32"),
-                 C: T.Tensor((16, 16), "float32")):
+        def main(A: T.Tensor((2, 16, 16), F32), B: T.Tensor((16, 16), F32),
+                 C: T.Tensor((16, 16), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 A_s = T.alloc_shared((2, 16, 16), "float32")
                 B_s = T.alloc_shared((16, 16), "float32")
@@ -211,8 +211,8 @@ def test_gemm_rank_error(target):
 def test_gemm_dtype_mismatch(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((32, 16), "float16"), B: T.Tensor((16, 32), "float32"),
-                 C: T.Tensor((32, 32), "float32")):
+        def main(A: T.Tensor((32, 16), F16), B: T.Tensor((16, 32), F32),
+                 C: T.Tensor((32, 32), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 A_s = T.alloc_shared((32, 16), "float16")
                 B_s = T.alloc_shared((16, 32), "float32")
@@ -234,7 +234,7 @@ def test_gemm_dtype_mismatch(target):
 def test_constant_region_out_of_bounds(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((32, 16), "float32"), B: T.Tensor((32, 16), "float32")):
+        def main(A: T.Tensor((32, 16), F32), B: T.Tensor((32, 16), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 S_tile = T.alloc_shared((32, 16), "float32")
                 F = T.alloc_fragment((32, 16), "float32")
@@ -253,7 +253,7 @@ def test_constant_region_out_of_bounds(target):
 def test_reduce_bad_dim(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((32, 16), "float32"), B: T.Tensor((32,), "float32")):
+        def main(A: T.Tensor((32, 16), F32), B: T.Tensor((32,), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 x = T.alloc_fragment((32, 16), "float32")
                 r = T.alloc_fragment((32,), "float32")
@@ -271,7 +271,7 @@ def test_reduce_bad_dim(target):
 def test_reduce_bad_destination_shape(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((32, 16), "float32"), B: T.Tensor((16,), "float32")):
+        def main(A: T.Tensor((32, 16), F32), B: T.Tensor((16,), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 x = T.alloc_fragment((32, 16), "float32")
                 r = T.alloc_fragment((16,), "float32")
@@ -289,7 +289,7 @@ def test_reduce_bad_destination_shape(target):
 def test_cumsum_bad_dim(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((32, 16), "float32"), B: T.Tensor((32, 16), "float32")):
+        def main(A: T.Tensor((32, 16), F32), B: T.Tensor((32, 16), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 s = T.alloc_shared((32, 16), "float32")
                 T.copy(A, s)
@@ -306,7 +306,7 @@ def test_cumsum_bad_dim(target):
 def test_atomic_add_tile_shape_mismatch(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((16, 16), "float32"), C: T.Tensor((32, 16), "float32")):
+        def main(A: T.Tensor((16, 16), F32), C: T.Tensor((32, 16), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 F = T.alloc_fragment((16, 16), "float32")
                 T.copy(A, F)
@@ -322,7 +322,7 @@ def test_atomic_add_tile_shape_mismatch(target):
 def test_try_statement_is_not_in_the_language(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+        def main(A: T.Tensor((16,), F32), B: T.Tensor((16,), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 try:  # <<err:try>>
                     for i in T.Parallel(16):
@@ -340,7 +340,7 @@ def test_try_statement_is_not_in_the_language(target):
 def test_del_statement_is_not_in_the_language(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+        def main(A: T.Tensor((16,), F32), B: T.Tensor((16,), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 tmp = T.alloc_fragment((16,), "float32")
                 T.copy(A, tmp)
@@ -360,7 +360,7 @@ def test_thread_binding_unsupported_on_cpu(target):
 
     def build():
         @T.prim_func
-        def main(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        def main(A: T.Tensor((128,), F32), B: T.Tensor((128,), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 tx = T.get_thread_binding()  # <<err:thread_binding>>
                 B[tx] = A[tx]
@@ -375,7 +375,7 @@ def test_thread_binding_unsupported_on_cpu(target):
 def test_unknown_dtype(target):
     def build():
         @T.prim_func
-        def main(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+        def main(A: T.Tensor((16,), F32), B: T.Tensor((16,), F32)):
             with T.Kernel(1, threads=128) as bx:  # noqa: F841
                 tmp = T.alloc_fragment((16,), "float31")  # <<err:unknown_dtype>>
                 T.copy(A, tmp)
@@ -390,7 +390,7 @@ def test_unknown_dtype(target):
 
 def test_unknown_target():
     @T.prim_func
-    def main(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+    def main(A: T.Tensor((16,), F32), B: T.Tensor((16,), F32)):
         with T.Kernel(1, threads=128) as bx:  # noqa: F841
             for i in T.Parallel(16):
                 B[i] = A[i]
@@ -415,9 +415,9 @@ def add_kernel(target):
 
         @T.prim_func
         def main(
-            src_a: T.Tensor((64, 32), "float32"),
-            src_b: T.Tensor((64, 32), "float32"),
-            dst_c: T.Tensor((64, 32), "float32"),
+            src_a: T.Tensor((64, 32), F32),
+            src_b: T.Tensor((64, 32), F32),
+            dst_c: T.Tensor((64, 32), F32),
         ):
             with T.Kernel(2, threads=128) as bx:
                 for i, j in T.Parallel(32, 32):
@@ -466,9 +466,9 @@ def test_call_inconsistent_dynamic_dim(target, rng):
 
     @T.prim_func
     def main(
-        lhs: T.Tensor((rows, 16), "float32"),
-        rhs: T.Tensor((rows, 16), "float32"),
-        out: T.Tensor((rows, 16), "float32"),
+        lhs: T.Tensor((rows, 16), F32),
+        rhs: T.Tensor((rows, 16), F32),
+        out: T.Tensor((rows, 16), F32),
     ):
         with T.Kernel(T.ceildiv(rows, 32), threads=128) as bx:
             for i, j in T.Parallel(32, 16):

@@ -58,10 +58,10 @@ def row_dot(M, N, block_M=4, unroll=4):
 
     @T.prim_func
     def main(
-        A: T.Tensor((M, N), "float32"),
-        x: T.Tensor((N,), "float32"),
-        y: T.Tensor((M,), "float32"),
-        npos: T.Tensor((n_blocks,), "int32"),
+        A: T.Tensor((M, N), F32),
+        x: T.Tensor((N,), F32),
+        y: T.Tensor((M,), F32),
+        npos: T.Tensor((n_blocks,), I32),
     ):
         with T.Kernel(n_blocks, threads=1) as bx:
             acc = T.alloc_var("float32")
@@ -93,10 +93,10 @@ def select_cast_clamp(M, N, lo, hi, negative_slope=0.125, block_M=16, threads=12
 
     @T.prim_func
     def main(
-        X: T.Tensor((M, N), "float32"),
-        Leaky: T.Tensor((M, N), "float32"),
-        Clamped: T.Tensor((M, N), "float32"),
-        Quant: T.Tensor((M, N), "int32"),
+        X: T.Tensor((M, N), F32),
+        Leaky: T.Tensor((M, N), F32),
+        Clamped: T.Tensor((M, N), F32),
+        Quant: T.Tensor((M, N), I32),
     ):
         with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
             for i, j in T.Parallel(block_M, N):
@@ -116,9 +116,9 @@ def row_extrema(M, N, block_M=8):
 
     @T.prim_func
     def main(
-        X: T.Tensor((M, N), "float32"),
-        RowMax: T.Tensor((M,), "float32"),
-        RowMin: T.Tensor((M,), "float32"),
+        X: T.Tensor((M, N), F32),
+        RowMax: T.Tensor((M,), F32),
+        RowMin: T.Tensor((M,), F32),
     ):
         with T.Kernel(T.ceildiv(M, block_M), threads=1) as bx:
             hi = T.alloc_var("float32")
