@@ -536,19 +536,20 @@ Expr RewriteSimplifier::cast(const Expr& e, DataType t, Expr v) const {
   if (v->dtype == t) return v;
   if (t.lanes == 1 && v->dtype.lanes == 1) {
     if (auto* i = as<IntImmNode>(v)) {
-      if (is_scalar_int(t)) return make_const(t, v->dtype.is_uint() && v->dtype.bits >= 64 && i->value < 0
-                                                     ? i->value  // keeps the bit pattern
-                                                     : i->value);
-      if (t.is_float() && std::abs(double(i->value)) < 9007199254740992.0 && exact_in(t, double(i->value)))
-        return make_float(double(i->value), t);
+      if (is_scalar_int(t)) return make_const(t, i->value);  // wraps as C does
+      bool huge_unsigned = v->dtype.is_uint() && i->value < 0;  // a uint64 above 2^63
+      double value = double(i->value);
+      if (t.is_float() && !huge_unsigned && std::abs(value) < 9007199254740992.0 && exact_in(t, value))
+        return make_float(value, t);
     }
     if (auto* f = as<FloatImmNode>(v)) {
       if (t.is_float() && exact_in(t, f->value)) return make_float(f->value, t);
       if (is_scalar_int(t) && !t.is_bool() && std::isfinite(f->value)) {
         double truncated = std::trunc(f->value);
         ConstIntBound r = dtype_range(t);
-        if (truncated > -9.0e18 && truncated < 9.0e18 && int64_t(truncated) >= r.min && int64_t(truncated) <= r.max)
-          return make_const(t, int64_t(truncated));
+        bool fits = truncated > -9.0e18 && truncated < 9.0e18 && int64_t(truncated) >= r.min &&
+                    int64_t(truncated) <= r.max;
+        if (fits) return make_const(t, int64_t(truncated));
       }
     }
     // cast(T, cast(U, x)) with x of type T is x when U holds every value of T.

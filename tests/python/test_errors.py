@@ -29,6 +29,10 @@ from tilelang.errors import (
     TileLangUnsupportedError,
 )
 
+# dtype names used in kernel signatures
+F32 = "float32"
+F16 = "float16"
+
 THIS_FILE = os.path.basename(__file__)
 with open(os.path.abspath(__file__), encoding="utf-8") as _f:
     _SOURCE_LINES = _f.read().splitlines()

@@ -5,7 +5,7 @@ and returns a ``T.prim_func`` written in the TileLang dialect. The builders do
 not compile anything; the tests compile them for each target.
 """
 
-from . import (  # noqa: F401
+from . import (
     attention,
     atomic,
     dynamic,
@@ -18,3 +18,17 @@ from . import (  # noqa: F401
     softmax,
     transpose,
 )
+
+__all__ = [
+    "attention",
+    "atomic",
+    "dynamic",
+    "elementwise",
+    "gemm",
+    "meta",
+    "norm",
+    "reduction",
+    "scan",
+    "softmax",
+    "transpose",
+]

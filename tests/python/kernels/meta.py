@@ -5,6 +5,10 @@ T.if_then_else, T.cast, T.max / T.min, T.infinity and T.min_value."""
 
 import tilelang.language as T
 
+# dtype names used in kernel signatures
+F32 = "float32"
+I32 = "int32"
+
 
 def polynomial(M, N, coeffs, alpha, dtype="float32", block_M=32, block_N=32, threads=128):
     """Y = alpha * polyval(coeffs, X) (coeffs highest degree first, as numpy).
