@@ -38,9 +38,13 @@ int64_t negate(int64_t v) {
   return -v;
 }
 
-// |infinity| >= 2^63 - 1, so a 128-bit product saturates to the right infinity; inf * 0 = 0
-// is right too, since every actual value is finite.
-int64_t mul_point(int64_t a, int64_t b) { return saturate(__int128(a) * b); }
+// An unbounded end times a nonzero value stays unbounded; inf * 0 = 0, since every actual
+// value is finite.
+int64_t mul_point(int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  if (is_inf(a) || is_inf(b)) return (a < 0) != (b < 0) ? kNegInf : kPosInf;
+  return saturate(__int128(a) * b);
+}
 
 // x / y at one corner of the rectangle (y != 0). An infinite end divided by a finite one stays
 // infinite; a finite value divided by an unbounded one tends to 0 (or -1 for floor division of
@@ -86,7 +90,8 @@ Bound bound_floormod(Bound a, Bound b) {
   if (b.is_const() && b.min != 0 && !is_inf(a.min) && !is_inf(a.max) && !is_inf(b.min)) {
     int64_t c = b.min;
     // Within one period the remainder grows with a.
-    if (floordiv_int(a.min, c) == floordiv_int(a.max, c)) return {floormod_int(a.min, c), floormod_int(a.max, c)};
+    if (floordiv_int(a.min, c) == floordiv_int(a.max, c))
+      return {floormod_int(a.min, c), floormod_int(a.max, c)};
   }
   if (b.min > 0) {
     int64_t hi = b.max == kPosInf ? kPosInf : b.max - 1;
@@ -114,7 +119,9 @@ bool within(Bound inner, Bound outer) { return inner.min >= outer.min && inner.m
 ConstIntBound bound_add(ConstIntBound a, ConstIntBound b) {
   return {add_lower(a.min, b.min), add_upper(a.max, b.max)};
 }
-ConstIntBound bound_sub(ConstIntBound a, ConstIntBound b) { return bound_add(a, {negate(b.max), negate(b.min)}); }
+ConstIntBound bound_sub(ConstIntBound a, ConstIntBound b) {
+  return bound_add(a, {negate(b.max), negate(b.min)});
+}
 ConstIntBound bound_mul(ConstIntBound a, ConstIntBound b) {
   Bound out{kPosInf, kNegInf};
   for (int64_t x : {a.min, a.max})
@@ -228,7 +235,8 @@ ConstIntBound ConstIntBoundAnalyzer::visit_comparison(const BinaryNode* n) const
     }
     return {r, r};
   }
-  Bound d = assumes_no_overflow(t) ? bound_of_difference(n->a, n->b) : bound_sub((*this)(n->a), (*this)(n->b));
+  Bound d = assumes_no_overflow(t) ? bound_of_difference(n->a, n->b)
+                                   : bound_sub((*this)(n->a), (*this)(n->b));
   return from_decision(decide_comparison(n->op, d));
 }
 

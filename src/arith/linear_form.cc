@@ -15,7 +15,8 @@ void collect(const Expr& e, int64_t scale, LinearForm* out) {
     return;
   }
   auto* bin = as<BinaryNode>(e);
-  bool same_type = bin && bin->dtype == out->dtype && bin->a->dtype == out->dtype && bin->b->dtype == out->dtype;
+  bool same_type =
+      bin && bin->dtype == out->dtype && bin->a->dtype == out->dtype && bin->b->dtype == out->dtype;
   if (same_type) {
     switch (bin->op) {
       case BinaryOp::Add:
@@ -37,6 +38,15 @@ void collect(const Expr& e, int64_t scale, LinearForm* out) {
         if (lhs.is_const() && !lhs.overflow) {
           rhs.scale(out->times(scale, lhs.constant));
           out->add(rhs);
+          return;
+        }
+        // (x * 4) * y is 4 * (x * y): constant factors leave products, so like products combine.
+        bool monomials = lhs.terms.size() == 1 && lhs.constant == 0 && rhs.terms.size() == 1 &&
+                         rhs.constant == 0 && !lhs.overflow && !rhs.overflow;
+        if (monomials && (lhs.terms[0].coeff != 1 || rhs.terms[0].coeff != 1)) {
+          Expr product = std::make_shared<BinaryNode>(BinaryOp::Mul, out->dtype, lhs.terms[0].atom,
+                                                      rhs.terms[0].atom);
+          out->add_term(product, out->times(scale, out->times(lhs.terms[0].coeff, rhs.terms[0].coeff)));
           return;
         }
         break;

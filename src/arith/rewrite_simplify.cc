@@ -111,6 +111,18 @@ BinaryOp negate_comparison(BinaryOp op) {
   }
 }
 
+// Whether x is the negation of y: not(y), or the opposite comparison of the same operands.
+bool negates(const Expr& x, const Expr& y) {
+  if (auto* m = as<NotNode>(x); m && expr_equal(m->a, y)) return true;
+  if (auto* m = as<NotNode>(y); m && expr_equal(m->a, x)) return true;
+  auto* cx = as<BinaryNode>(x);
+  auto* cy = as<BinaryNode>(y);
+  if (!cx || !cy || !is_comparison(cx->op) || !is_comparison(cy->op)) return false;
+  bool integer = is_scalar_int(cx->a->dtype);
+  if (!integer && cx->op != BinaryOp::EQ && cx->op != BinaryOp::NE) return false;
+  return negate_comparison(cx->op) == cy->op && expr_equal(cx->a, cy->a) && expr_equal(cx->b, cy->b);
+}
+
 // Whether every value of `to` survives a round trip through `via`.
 bool holds_all_values(DataType via, DataType to) {
   if (!via.is_integer() || via.lanes != 1 || to.lanes != 1) return false;
@@ -164,6 +176,12 @@ Expr RewriteSimplifier::fold_if_known(const Expr& e) const {
 }
 
 Expr RewriteSimplifier::visit(const Expr& e) const {
+  // Hand back the original node when nothing changed, so unchanged trees stay shared.
+  Expr r = visit_node(e);
+  return r != e && expr_equal(r, e) ? e : r;
+}
+
+Expr RewriteSimplifier::visit_node(const Expr& e) const {
   switch (e->kind) {
     case ExprKind::IntImm:
     case ExprKind::FloatImm:
@@ -288,7 +306,7 @@ Expr RewriteSimplifier::floordiv_const(const Expr& a, int64_t c) const {
   // A factor common to every term and the divisor cancels: floordiv(g*x, g*d) = floordiv(x, d).
   int64_t g = gcd_int(f.constant, c);
   for (auto& term : f.terms) g = gcd_int(g, term.coeff);
-  if (g > 1) {
+  if (g > 1 && g != kPosInf) {
     LinearForm reduced(t, f.constant / g);
     for (auto& term : f.terms) reduced.add_term(term.atom, term.coeff / g);
     return floordiv_const(to_expr(reduced), c / g);
@@ -299,7 +317,8 @@ Expr RewriteSimplifier::floordiv_const(const Expr& a, int64_t c) const {
     if (c1 && *c1 != 0) {
       // floordiv(floordiv(x, c1), c) = floordiv(x, c1 * c) for c > 0.
       int64_t product;
-      if (inner->op == BinaryOp::FloorDiv && !__builtin_mul_overflow(*c1, c, &product) && in_range(t, product))
+      bool fits = !__builtin_mul_overflow(*c1, c, &product) && in_range(t, product);
+      if (inner->op == BinaryOp::FloorDiv && fits)
         return floordiv_const(inner->a, product);
       // floordiv(floormod(x, c1), c) = floormod(floordiv(x, c), c1 / c) when c divides c1.
       if (inner->op == BinaryOp::FloorMod && *c1 > 0 && *c1 % c == 0)
@@ -341,7 +360,7 @@ Expr RewriteSimplifier::floormod_const(const Expr& a, int64_t c) const {
   // floormod(g*x, g*d) = g * floormod(x, d) for g > 0.
   int64_t g = gcd_int(rest.constant, c);
   for (auto& term : rest.terms) g = gcd_int(g, term.coeff);
-  if (g > 1) {
+  if (g > 1 && g != kPosInf) {
     LinearForm reduced(t, rest.constant / g);
     for (auto& term : rest.terms) reduced.add_term(term.atom, term.coeff / g);
     LinearForm out(t);
@@ -380,7 +399,8 @@ Expr RewriteSimplifier::min_max(const Expr& e, const BinaryNode* n, Expr a, Expr
   DataType t = n->dtype;
   bool is_min = n->op == BinaryOp::Min;
   if (expr_equal(a, b)) return a;
-  ConstIntBound d = assumes_no_overflow(t) ? bound_.bound_of_difference(a, b) : bound_sub(bound_(a), bound_(b));
+  ConstIntBound d =
+      assumes_no_overflow(t) ? bound_.bound_of_difference(a, b) : bound_sub(bound_(a), bound_(b));
   if (d.max <= 0) return is_min ? a : b;  // a <= b
   if (d.min >= 0) return is_min ? b : a;  // a >= b
   auto* inner_a = as<BinaryNode>(a);
@@ -481,11 +501,7 @@ Expr RewriteSimplifier::logical(const Expr& e, const BinaryNode* n, Expr a, Expr
   if (ca) return (*ca != 0) == is_and ? b : make_bool_const(!is_and);
   if (cb) return (*cb != 0) == is_and ? a : make_bool_const(!is_and);
   if (expr_equal(a, b)) return a;
-  auto negates = [](const Expr& x, const Expr& y) {
-    auto* m = as<NotNode>(x);
-    return m && expr_equal(m->a, y);
-  };
-  if (negates(a, b) || negates(b, a)) return make_bool_const(!is_and);  // x && !x, x || !x
+  if (negates(a, b)) return make_bool_const(!is_and);  // x && !x, x || !x
   return rebuild(e, n, a, b);
 }
 

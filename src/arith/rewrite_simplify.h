@@ -21,6 +21,7 @@ class RewriteSimplifier {
 
  private:
   Expr visit(const Expr& e) const;
+  Expr visit_node(const Expr& e) const;
   Expr visit_binary(const Expr& e, const BinaryNode* n) const;
   Expr rebuild(const Expr& e, const BinaryNode* n, Expr a, Expr b) const;
 
