@@ -102,6 +102,13 @@ uint32_t encode_small_float(Src value) {
   return sign | (uint32_t(biased) << kMan) | man;
 }
 
+constexpr float pow2f(int e) {
+  float r = 1.0f;
+  for (; e > 0; --e) r *= 2.0f;
+  for (; e < 0; ++e) r *= 0.5f;
+  return r;
+}
+
 // Exact decoding of the same formats to float.
 template <int kExp, int kMan, bool kIeee>
 float decode_small_float(uint32_t bits) {
@@ -115,8 +122,9 @@ float decode_small_float(uint32_t bits) {
     return float_of(out_sign | 0x7f800000u | (man << (23 - kMan)));
   if (!kIeee && exp == kExpMax && man == (1u << kMan) - 1) return float_of(out_sign | 0x7fc00000u);
   if (exp == 0) {
-    // Subnormal: man * 2^(1 - bias - kMan), exact in float.
-    float mag = std::ldexp(float(man), 1 - kBias - kMan);
+    // Subnormal: man * 2^(1 - bias - kMan), exact in float; a multiply keeps loops vectorisable.
+    constexpr float kScale = pow2f(1 - kBias - kMan);
+    float mag = float(man) * kScale;
     return sign ? -mag : mag;
   }
   return float_of(out_sign | ((exp - kBias + 127) << 23) | (man << (23 - kMan)));

@@ -42,12 +42,10 @@ def lookup(key: str):
         return None
 
 
-def store_meta(key: str, meta: dict, source: str):
-    """Writes metadata and source atomically; the library is written by the compiler."""
+def store_meta(key: str, meta: dict):
+    """Marks an entry complete (written last, atomically, after its library)."""
     d = entry_dir(key)
-    d.mkdir(parents=True, exist_ok=True)
-    for name, text in (("kernel.cpp", source), ("meta.json", json.dumps(meta, indent=1))):
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=name, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, d / name)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix="meta", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(meta, indent=1))
+    os.replace(tmp, d / "meta.json")

@@ -100,13 +100,15 @@ class JITKernel:
             source = _C.codegen(lowered, self.target)
             if cache.enabled():
                 d = cache.entry_dir(self.cache_key)
-                cache.store_meta(self.cache_key, {"name": self.prim_func.name, "target": self.target}, source)
-                lib_path = d / "kernel.so"
+                d.mkdir(parents=True, exist_ok=True)
             else:
                 import tempfile
                 d = Path(tempfile.mkdtemp(prefix="tilelang-"))
-                lib_path = d / "kernel.so"
+            lib_path = d / "kernel.so"
+            # The compiler driver keeps the source beside the library (kernel.cpp).
             _C.compile_host(source, str(lib_path), _include_dir(), self.compile_flags)
+            if cache.enabled():
+                cache.store_meta(self.cache_key, {"name": self.prim_func.name, "target": self.target})
             module = _C.HostModule(str(lib_path))
             hit = (module, source)
         self._module, self._source = hit

@@ -1,6 +1,7 @@
 """T.Kernel: the launch of a grid of blocks, and the indices available inside it."""
 from __future__ import annotations
 
+from .. import _C
 from ..parser import builder as _builder
 
 
@@ -34,7 +35,9 @@ def get_thread_binding(dim: int = 0):
     if not 0 <= dim < len(thread_vars):
         raise _builder.error(_builder.error_cls("TileLangTypeError"),
                              f"T.get_thread_binding({dim}): the kernel has {len(thread_vars)} thread dimension(s)")
-    return thread_vars[dim]
+    # An intrinsic call rather than the variable itself, so that a target without threads
+    # reports the line that asked for the index.
+    return _C.call("thread_index", [dim])
 
 
 def get_thread_bindings():

@@ -4,7 +4,7 @@ from __future__ import annotations
 __all__ = ["parse_prim_func"]
 
 
-def parse_prim_func(fn):
+def parse_prim_func(fn, enclosing=None):
     """Parses fn (annotated with T.Tensor / dtype parameters) into a PrimFunc."""
     from .. import _C
     from ..dtypes import canonical
@@ -15,7 +15,7 @@ def parse_prim_func(fn):
     from .parser import Parser
 
     b = _builder.Builder("")
-    p = Parser(fn, b)
+    p = Parser(fn, b, enclosing)
     b.file = p.file
     prev = _builder.enter(b)
     try:
@@ -29,7 +29,9 @@ def parse_prim_func(fn):
             if arg.annotation is None:
                 raise p.error(TileLangTypeError, f"parameter '{arg.arg}' has no annotation", arg,
                               f"annotate it, e.g. {arg.arg}: T.Tensor((M, N), \"float32\") or {arg.arg}: T.int32")
-            ann = p.ev(arg.annotation)
+            ann = fn.__annotations__.get(arg.arg)
+            if ann is None or isinstance(ann, str):  # postponed annotations: evaluate them here
+                ann = p.ev(arg.annotation)
             if isinstance(ann, TensorSpec):
                 strides = list(ann.strides) if ann.strides is not None else None
                 handle = _C.make_buffer(arg.arg, ann.dtype, list(ann.shape), ann.scope, strides)

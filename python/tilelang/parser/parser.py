@@ -94,11 +94,14 @@ def _closure_of(fn):
 class Parser:
     """Evaluates one function body (a prim_func, or a macro inlined into one)."""
 
-    def __init__(self, fn, builder):
+    def __init__(self, fn, builder, enclosing=None):
         self.fn = fn
         self.file, self.fdef = _source_of(fn)
         self.globals = fn.__globals__
-        self.closure = _closure_of(fn)
+        # Names of the scope the function was defined in: annotations are evaluated there,
+        # and they need not be free variables of the body (`A: T.Tensor((M, K), dtype)`).
+        self.closure = dict(enclosing or {})
+        self.closure.update(_closure_of(fn))
         self.builder = builder
         self.scopes = [Scope(ir=False)]
 
@@ -215,7 +218,7 @@ class Parser:
             current = self.ev(target)
             self.assign(target, self.binop(op, current, self.ev(node.value), node), node)
         elif isinstance(target, ast.Subscript):
-            obj = self.ev(target.value)
+            obj = self.ev_container(target.value)
             key = self.ev(target.slice)
             current = obj[key]
             self.store(obj, key, self.binop(op, current, self.ev(node.value), node), node)
@@ -236,7 +239,7 @@ class Parser:
             for t, v in zip(target.elts, values):
                 self.assign(t, v, node)
         elif isinstance(target, ast.Subscript):
-            self.store(self.ev(target.value), self.ev(target.slice), value, node)
+            self.store(self.ev_container(target.value), self.ev(target.slice), value, node)
         else:
             raise self.error(TileLangSyntaxError, f"cannot assign to '{_describe(target)}'", node)
 
@@ -451,8 +454,15 @@ class Parser:
             raise self.error(TileLangNameError, f"'{owner}' has no attribute '{node.attr}'", node,
                              "check the spelling; the kernel language's names are listed in tilelang.language")
 
+    def ev_container(self, node):
+        """Like ev, but a name bound by T.alloc_var gives its buffer (for `acc[0]`)."""
+        if isinstance(node, ast.Name):
+            value = self.lookup(node.id, node)
+            return value.buffer if isinstance(value, VarRef) else value
+        return self.ev(node)
+
     def ex_Subscript(self, node):
-        obj = self.ev(node.value)
+        obj = self.ev_container(node.value)
         key = self.ev(node.slice)
         if isinstance(obj, VarRef):
             obj = obj.buffer
