@@ -109,25 +109,44 @@ constexpr float pow2f(int e) {
   return r;
 }
 
-// Exact decoding of the same formats to float.
+// Exact decoding of the same formats to float. Written with selects rather than
+// branches so that loops converting whole tiles vectorise.
 template <int kExp, int kMan, bool kIeee>
 float decode_small_float(uint32_t bits) {
   constexpr int kBias = (1 << (kExp - 1)) - 1;
   constexpr uint32_t kExpMax = (1u << kExp) - 1;
-  uint32_t sign = (bits >> (kExp + kMan)) & 1;
+  constexpr uint32_t kManMask = (1u << kMan) - 1;
+  constexpr float kSubnormalScale = pow2f(1 - kBias - kMan);
+  uint32_t sign = ((bits >> (kExp + kMan)) & 1u) << 31;
   uint32_t exp = (bits >> kMan) & kExpMax;
-  uint32_t man = bits & ((1u << kMan) - 1);
-  uint32_t out_sign = sign << 31;
-  if (kIeee && exp == kExpMax)
-    return float_of(out_sign | 0x7f800000u | (man << (23 - kMan)));
-  if (!kIeee && exp == kExpMax && man == (1u << kMan) - 1) return float_of(out_sign | 0x7fc00000u);
-  if (exp == 0) {
-    // Subnormal: man * 2^(1 - bias - kMan), exact in float; a multiply keeps loops vectorisable.
-    constexpr float kScale = pow2f(1 - kBias - kMan);
-    float mag = float(man) * kScale;
-    return sign ? -mag : mag;
+  uint32_t man = bits & kManMask;
+  uint32_t normal = ((exp + uint32_t(127 - kBias)) << 23) | (man << (23 - kMan));
+  uint32_t subnormal = bits_of(float(man) * kSubnormalScale);  // exact
+  uint32_t special;  // the all-ones exponent
+  if constexpr (kIeee) {
+    special = 0x7f800000u | (man << (23 - kMan));  // inf, or NaN with its payload
+  } else {
+    special = man == kManMask ? 0x7fc00000u : normal;  // only S.1111.111 is NaN
   }
-  return float_of(out_sign | ((exp - kBias + 127) << 23) | (man << (23 - kMan)));
+  uint32_t mag = exp == 0 ? subnormal : (exp == kExpMax ? special : normal);
+  return float_of(sign | mag);
+}
+
+// float -> binary16 with selects instead of branches (vectorisable); same results as
+// encode_small_float<5, 10, true>.
+inline uint16_t float_to_half_bits(float f) {
+  uint32_t x = bits_of(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  uint32_t nan_or_inf = x > 0x7f800000u ? (0x7e00u | ((x >> 13) & 0x3ffu)) : 0x7c00u;
+  // Below 2^-14: adding 0.5 makes the FPU round to a multiple of 2^-24 (to nearest even);
+  // the low bits of the sum are then the subnormal's mantissa.
+  uint32_t subnormal = bits_of(float_of(x) + 0.5f) - 0x3f000000u;
+  // Normal: rebias the exponent and round the 13 dropped bits to nearest even; a carry
+  // propagates into the exponent and, from 65520 up, to infinity.
+  uint32_t normal = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
+  uint32_t mag = x >= 0x47800000u ? nan_or_inf : (x < 0x38800000u ? subnormal : normal);
+  return uint16_t(sign | mag);
 }
 
 inline uint16_t float_to_bfloat16_bits(float f) {
@@ -143,7 +162,7 @@ inline uint16_t float_to_bfloat16_bits(float f) {
 struct half_t {
   uint16_t bits;
   half_t() = default;
-  half_t(float f) : bits(uint16_t(detail::encode_small_float<5, 10, true>(f))) {}
+  half_t(float f) : bits(detail::float_to_half_bits(f)) {}
   half_t(double d) : bits(uint16_t(detail::encode_small_float<5, 10, true>(d))) {}
   template <typename I, typename = std::enable_if_t<std::is_integral_v<I>>>
   half_t(I v) : half_t(float(v)) {}
