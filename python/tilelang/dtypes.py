@@ -3,10 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 
-try:
-    import ml_dtypes as _ml
-except ImportError:  # pragma: no cover - ml_dtypes is a dependency
-    _ml = None
+
+
+def _ml_dtypes():
+    """ml_dtypes, imported on first use: it is slow to import and most kernels need no
+    bfloat16 / float8 arrays allocated by us."""
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - ml_dtypes is a dependency
+        return None
+    return ml_dtypes
 
 _ALIASES = {
     "float": "float32",
@@ -47,12 +53,10 @@ class DType(str):
 def numpy_dtype(name: str):
     """The numpy dtype that stores elements of `name`, or None when there is none."""
     name = canonical(name)
-    if name == "bfloat16":
-        return np.dtype(_ml.bfloat16) if _ml else None
-    if name == "float8_e4m3":
-        return np.dtype(_ml.float8_e4m3fn) if _ml else None
-    if name == "float8_e5m2":
-        return np.dtype(_ml.float8_e5m2) if _ml else None
+    extension = {"bfloat16": "bfloat16", "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
+    if name in extension:
+        ml = _ml_dtypes()
+        return np.dtype(getattr(ml, extension[name])) if ml else None
     if name in ("int4", "uint4", "float4_e2m1"):
         return None
     try:

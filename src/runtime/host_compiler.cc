@@ -161,8 +161,10 @@ void compile_shared_object(const std::string& source, const std::string& output_
   // Same directory as the output, so that the final rename is atomic.
   std::string tmp_output = output_path + unique_suffix();
   std::vector<std::string> argv = host_compiler_command();
-  // -fno-math-errno lets loops calling sqrt and friends vectorise; results are unchanged.
-  for (const char* flag : {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-fno-math-errno"})
+  // Value-safe extras: without errno and FP-trap semantics the compiler may vectorise
+  // loops that call sqrt or convert 16-bit floats; results are unchanged.
+  for (const char* flag : {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-fno-math-errno",
+                           "-fno-trapping-math"})
     argv.push_back(flag);
   argv.push_back("-I" + include_dir);
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());

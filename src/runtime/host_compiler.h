@@ -9,7 +9,8 @@ namespace tl {
 std::vector<std::string> host_compiler_command();
 
 // Compiles source into a shared object at output_path with
-//   <compiler> -O3 -march=native -fopenmp -fPIC -shared -std=c++17 -I<include_dir> <extra_flags>.
+//   <compiler> -O3 -march=native -fopenmp -fPIC -shared -std=c++17 -fno-math-errno
+//              -fno-trapping-math -I<include_dir> <extra_flags>.
 // The source is kept next to the output (output_path with ".so" replaced by ".cpp").
 // The object is written under a temporary name in the same directory and renamed into
 // place, so concurrent processes compiling the same kernel never see a partial file.

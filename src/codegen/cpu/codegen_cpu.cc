@@ -659,7 +659,14 @@ class CodeGenCPU {
       case StmtKind::IfThenElse: return emit_if(as<IfThenElseNode>(s));
       case StmtKind::BufferStore: {
         auto* n = as<BufferStoreNode>(s);
-        line(element(n->buffer, n->indices, n->span) + " = " + convert(n->value, n->buffer->dtype).text + ";");
+        std::string lhs = element(n->buffer, n->indices, n->span);
+        Code value = convert(n->value, n->buffer->dtype);
+        if (is_storage_float(n->buffer->dtype) && !buffer_info(n->buffer, n->span).scalar) {
+          // Copy the bits: GCC does not vectorise loops that copy small structs.
+          line(lhs + ".bits = " + wrap(value, kPrimary) + ".bits;");
+        } else {
+          line(lhs + " = " + value.text + ";");
+        }
         return;
       }
       case StmtKind::LetStmt: {
