@@ -136,7 +136,8 @@ void write_file_atomically(const std::string& path, const std::string& text) {
 
 std::string source_path_for(const std::string& output_path) {
   const std::string ext = ".so";
-  if (output_path.size() > ext.size() && output_path.compare(output_path.size() - ext.size(), ext.size(), ext) == 0)
+  if (output_path.size() > ext.size() &&
+      output_path.compare(output_path.size() - ext.size(), ext.size(), ext) == 0)
     return output_path.substr(0, output_path.size() - ext.size()) + ".cpp";
   return output_path + ".cpp";
 }
@@ -163,8 +164,8 @@ void compile_shared_object(const std::string& source, const std::string& output_
   std::vector<std::string> argv = host_compiler_command();
   // Value-safe extras: without errno and FP-trap semantics the compiler may vectorise
   // loops that call sqrt or convert 16-bit floats; results are unchanged.
-  for (const char* flag : {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-fno-math-errno",
-                           "-fno-trapping-math"})
+  for (const char* flag : {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17",
+                           "-fno-math-errno", "-fno-trapping-math"})
     argv.push_back(flag);
   argv.push_back("-I" + include_dir);
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
@@ -175,13 +176,14 @@ void compile_shared_object(const std::string& source, const std::string& output_
   RunResult r = run_process(argv);
   if (!r.spawn_error.empty())
     fail(ErrorKind::Internal, {},
-         "cannot run the host compiler '" + argv[0] + "': " + r.spawn_error + "\ncommand: " + command_line(argv),
+         "cannot run the host compiler '" + argv[0] + "': " + r.spawn_error +
+             "\ncommand: " + command_line(argv),
          "install a C++ compiler with OpenMP support (g++ or clang++) or set CXX to one");
   if (r.status != 0) {
     std::remove(tmp_output.c_str());
     fail(ErrorKind::Internal, {},
-         "host compiler failed (exit status " + std::to_string(r.status) + ")\ncommand: " + command_line(argv) +
-             "\n" + first_lines(r.output, 60),
+         "host compiler failed (exit status " + std::to_string(r.status) +
+             ")\ncommand: " + command_line(argv) + "\n" + first_lines(r.output, 60),
          "the generated source is kept at " + source_path);
   }
   if (std::rename(tmp_output.c_str(), output_path.c_str()) != 0) {

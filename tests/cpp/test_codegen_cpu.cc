@@ -72,9 +72,12 @@ struct Format {
     uint32_t s = b >> (exp_bits + man_bits), e = (b >> man_bits) & ((1u << exp_bits) - 1);
     uint32_t m = b & ((1u << man_bits) - 1);
     double mag;
-    if (ieee && e == (1u << exp_bits) - 1) mag = m ? NAN : INFINITY;
-    else if (e == 0) mag = std::ldexp(double(m), 1 - bias() - man_bits);
-    else mag = std::ldexp(1.0 + std::ldexp(double(m), -man_bits), int(e) - bias());
+    if (ieee && e == (1u << exp_bits) - 1)
+      mag = m ? NAN : INFINITY;
+    else if (e == 0)
+      mag = std::ldexp(double(m), 1 - bias() - man_bits);
+    else
+      mag = std::ldexp(1.0 + std::ldexp(double(m), -man_bits), int(e) - bias());
     return s ? -mag : mag;
   }
   // Nearest representable value, ties to an even mantissa, by binary search over the
@@ -97,7 +100,10 @@ struct Format {
     uint32_t lo = 0, hi = max_code;  // smallest code with value >= a
     while (lo < hi) {
       uint32_t mid = (lo + hi) / 2;
-      if (value(mid) >= a) hi = mid; else lo = mid + 1;
+      if (value(mid) >= a)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     if (lo == 0 || value(lo) == a) return sign | lo;
     double up = value(lo) - a, down = a - value(lo - 1);
@@ -117,16 +123,16 @@ TEST(StorageTypes, HalfKnownPatterns) {
   EXPECT_EQ(half_t(65520.0f).bits, 0x7c00);  // the midpoint to 2^16 rounds to even: inf
   EXPECT_EQ(half_t(1e10f).bits, 0x7c00);
   EXPECT_EQ(half_t(-INFINITY).bits, 0xfc00);
-  EXPECT_EQ(half_t(std::ldexp(1.0f, -24)).bits, 0x0001);      // smallest subnormal
-  EXPECT_EQ(half_t(std::ldexp(1.0f, -25)).bits, 0x0000);      // tie: to even (zero)
+  EXPECT_EQ(half_t(std::ldexp(1.0f, -24)).bits, 0x0001);  // smallest subnormal
+  EXPECT_EQ(half_t(std::ldexp(1.0f, -25)).bits, 0x0000);  // tie: to even (zero)
   EXPECT_EQ(half_t(std::ldexp(1.5f, -25)).bits, 0x0001);
-  EXPECT_EQ(half_t(std::ldexp(3.0f, -25)).bits, 0x0002);      // tie 1.5 ulp: to even (2)
-  EXPECT_EQ(half_t(std::ldexp(1023.0f, -24)).bits, 0x03ff);   // largest subnormal
-  EXPECT_EQ(half_t(std::ldexp(1.0f, -14)).bits, 0x0400);      // smallest normal
+  EXPECT_EQ(half_t(std::ldexp(3.0f, -25)).bits, 0x0002);     // tie 1.5 ulp: to even (2)
+  EXPECT_EQ(half_t(std::ldexp(1023.0f, -24)).bits, 0x03ff);  // largest subnormal
+  EXPECT_EQ(half_t(std::ldexp(1.0f, -14)).bits, 0x0400);     // smallest normal
   EXPECT_EQ(half_t(0.1f).bits, 0x2e66);
   EXPECT_EQ(half_t(-0.0f).bits, 0x8000);
-  EXPECT_EQ(half_t(1.0f + std::ldexp(1.0f, -11)).bits, 0x3c00);        // tie to even
-  EXPECT_EQ(half_t(1.0f + 3 * std::ldexp(1.0f, -11)).bits, 0x3c02);    // tie to even
+  EXPECT_EQ(half_t(1.0f + std::ldexp(1.0f, -11)).bits, 0x3c00);      // tie to even
+  EXPECT_EQ(half_t(1.0f + 3 * std::ldexp(1.0f, -11)).bits, 0x3c02);  // tie to even
   uint16_t nan_bits = half_t(NAN).bits;
   EXPECT_EQ(nan_bits & 0x7c00, 0x7c00);
   EXPECT_NE(nan_bits & 0x03ff, 0);
@@ -219,7 +225,7 @@ TEST(StorageTypes, RoundingMatchesNearestSearch) {
   std::mt19937 rng(7);
   auto check = [&](const Format& fmt, auto make, const char* what, float max_abs) {
     std::vector<float> samples;
-    for (uint32_t c = 0; c < (1u << (fmt.total() - 1)); c += fmt.total() > 8 ? 37 : 1) {
+    for (uint32_t c = 0; c<(1u << (fmt.total() - 1)); c += fmt.total()> 8 ? 37 : 1) {
       double v = fmt.value(c);
       if (!std::isfinite(v)) continue;
       double next = fmt.value(c + 1);
@@ -236,10 +242,27 @@ TEST(StorageTypes, RoundingMatchesNearestSearch) {
       ASSERT_EQ(got, want) << what << " x=" << x << " (bits 0x" << std::hex << fbits(x) << ")";
     }
   };
-  check(kE4M3, [](float x) { return uint32_t(float8_e4m3_t(x).bits); }, "e4m3", 448);
-  check(kE5M2, [](float x) { return uint32_t(float8_e5m2_t(x).bits); }, "e5m2", 57344);
-  check(kHalf, [](float x) { return uint32_t(half_t(x).bits); }, "float16", 65504);
-  check(kBf16, [](float x) { return uint32_t(bfloat16_t(x).bits); }, "bfloat16", 3e38f);
+  check(
+      kE4M3, [](float x) { return uint32_t(float8_e4m3_t(x).bits); }, "e4m3", 448);
+  check(
+      kE5M2, [](float x) { return uint32_t(float8_e5m2_t(x).bits); }, "e5m2", 57344);
+  check(
+      kHalf, [](float x) { return uint32_t(half_t(x).bits); }, "float16", 65504);
+  check(
+      kBf16, [](float x) { return uint32_t(bfloat16_t(x).bits); }, "bfloat16", 3e38f);
+
+  // From double the 16- and 8-bit IEEE-style formats round once, directly (as numpy and
+  // ml_dtypes do); doubles just off a float tie expose a double rounding.
+  std::uniform_real_distribution<double> wide(-70000, 70000);
+  for (int i = 0; i < 20000; ++i) {
+    double x = i % 2 ? wide(rng) : wide(rng) * 1e-6;
+    double tie = kHalf.value(kHalf.nearest(x)) + std::ldexp(1.0, -30);
+    for (double v : {x, tie}) {
+      ASSERT_EQ(half_t(v).bits, kHalf.nearest(v)) << v;
+      ASSERT_EQ(float8_e5m2_t(v).bits, kE5M2.nearest(v)) << v;
+      ASSERT_EQ(float8_e4m3_t(v).bits, kE4M3.nearest(v)) << v;
+    }
+  }
 }
 
 #if defined(__FLT16_MAX__)
@@ -305,7 +328,9 @@ Stmt st(const Buffer& b, Expr value, std::vector<Expr> idx) {
 Stmt loop(const Var& v, Expr extent, ForKind kind, Stmt body) {
   return std::make_shared<ForNode>(v, make_int(0, v->dtype), std::move(extent), kind, std::move(body));
 }
-Stmt when(Expr cond, Stmt then_case) { return std::make_shared<IfThenElseNode>(std::move(cond), then_case, nullptr); }
+Stmt when(Expr cond, Stmt then_case) {
+  return std::make_shared<IfThenElseNode>(std::move(cond), then_case, nullptr);
+}
 Stmt eval(Expr e) { return std::make_shared<EvaluateNode>(std::move(e)); }
 Stmt alloc(const Buffer& b, Stmt body, Attrs attrs = {}) {
   return std::make_shared<AllocateNode>(b, std::move(body), std::move(attrs));
@@ -331,14 +356,27 @@ PrimFunc make_func(const std::string& name, std::vector<Param> params, Stmt body
 
 const DataType kF32 = DataType::Float(32), kF16 = DataType::Float(16), kI32 = DataType::Int(32);
 
+// One scratch directory per test process, removed at exit.
+const std::filesystem::path& kernel_dir() {
+  struct Dir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("tl_codegen_cpu_test_" + std::to_string(getpid()));
+    Dir() { std::filesystem::create_directories(path); }
+    ~Dir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static Dir dir;
+  return dir.path;
+}
+
 // Generates, compiles and loads f; the returned module stays loaded for the test.
 class CompiledKernel {
  public:
   explicit CompiledKernel(const PrimFunc& f) : name_(f->name + "_entry") {
     source_ = codegen_cpu(f);
-    std::filesystem::path dir =
-        std::filesystem::temp_directory_path() / ("tl_codegen_cpu_test_" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir);
+    const std::filesystem::path& dir = kernel_dir();
     std::string path = (dir / (f->name + ".so")).string();
     try {
       compile_shared_object(source_, path, include_dir(), {});
@@ -381,7 +419,8 @@ TEST(CodegenCPU, VectorAddWithTail) {
   Stmt body = loop(i, make_int(256), ForKind::Parallel,
                    when(lt(idx, n), st(C, add(ld(A, {idx}), ld(B, {idx})), {idx})));
   Expr grid = floordiv(add(n, make_int(255)), make_int(256));
-  PrimFunc f = make_func("vector_add", {buf_param(A), buf_param(B), buf_param(C)}, kernel({bx}, {grid}, body));
+  PrimFunc f =
+      make_func("vector_add", {buf_param(A), buf_param(B), buf_param(C)}, kernel({bx}, {grid}, body));
   CompiledKernel k(f);
   EXPECT_NE(k.source().find("#pragma omp simd"), std::string::npos) << k.source();
   EXPECT_NE(k.source().find("#pragma omp for"), std::string::npos);
@@ -436,10 +475,10 @@ TEST(CodegenCPU, Float16InFloat32Out) {
   Var bx = make_var("bx"), i = make_var("i");
   Expr idx = add(mul(bx, make_int(64)), i);
   Expr x = ld(X, {idx});
-  Stmt body = loop(i, make_int(64), ForKind::Parallel,
-                   when(lt(idx, n), make_seq({st(Y, add(mul(cast(kF32, x), make_float(2.0)), make_float(1.0)), {idx}),
-                                              st(Z, mul(x, x), {idx}),
-                                              st(W, call("sigmoid", {x}), {idx})})));
+  Stmt body =
+      loop(i, make_int(64), ForKind::Parallel,
+           when(lt(idx, n), make_seq({st(Y, add(mul(cast(kF32, x), make_float(2.0)), make_float(1.0)), {idx}),
+                                      st(Z, mul(x, x), {idx}), st(W, call("sigmoid", {x}), {idx})})));
   Expr grid = floordiv(add(n, make_int(63)), make_int(64));
   PrimFunc f = make_func("half_io", {buf_param(X), buf_param(Y), buf_param(Z), buf_param(W)},
                          kernel({bx}, {grid}, body));
@@ -450,7 +489,8 @@ TEST(CodegenCPU, Float16InFloat32Out) {
   std::vector<float> ys(size);
   std::mt19937 rng(3);
   for (auto& v : xs) {
-    do v = uint16_t(rng()); while ((v & 0x7c00) == 0x7c00);  // finite inputs
+    do v = uint16_t(rng());
+    while ((v & 0x7c00) == 0x7c00);  // finite inputs
   }
   int64_t nv = size;
   ASSERT_EQ(k({xs.data(), ys.data(), zs.data(), ws.data(), &nv}), 0);
@@ -481,13 +521,18 @@ TEST(CodegenCPU, FloorDivModOfNegatives) {
       i, make_int(8), ForKind::Serial,
       when(lt(idx, n),
            make_seq({st(Q, floordiv(a, d), {idx}), st(R, floormod(a, d), {idx}),
-                     st(T, add(mul(binary(BinaryOp::Div, a, d), make_int(1000)), binary(BinaryOp::Mod, a, d)), {idx}),
-                     st(Q64, add(floordiv(a64, make_int(-3, DataType::Int(64))), floormod(a64, make_int(5, DataType::Int(64)))), {idx}),
+                     st(T, add(mul(binary(BinaryOp::Div, a, d), make_int(1000)), binary(BinaryOp::Mod, a, d)),
+                        {idx}),
+                     st(Q64,
+                        add(floordiv(a64, make_int(-3, DataType::Int(64))),
+                            floormod(a64, make_int(5, DataType::Int(64)))),
+                        {idx}),
                      st(F, floormod(cast(kF32, a), make_float(-2.5)), {idx})})));
   Expr grid = floordiv(add(n, make_int(7)), make_int(8));
-  PrimFunc f = make_func("floor_ops", {buf_param(A), buf_param(D), buf_param(Q), buf_param(R), buf_param(T),
-                                       buf_param(Q64), buf_param(F)},
-                         kernel({bx}, {grid}, body));
+  PrimFunc f = make_func(
+      "floor_ops",
+      {buf_param(A), buf_param(D), buf_param(Q), buf_param(R), buf_param(T), buf_param(Q64), buf_param(F)},
+      kernel({bx}, {grid}, body));
   CompiledKernel k(f);
   std::vector<int32_t> as, ds;
   for (int x = -13; x <= 13; ++x)
@@ -503,7 +548,8 @@ TEST(CodegenCPU, FloorDivModOfNegatives) {
     int64_t fq = int64_t(std::floor(double(x) / double(y)));
     EXPECT_EQ(q[j], fq) << x << " // " << y;
     EXPECT_EQ(r[j], x - fq * y) << x << " % " << y;
-    EXPECT_EQ(t[j], int32_t(std::trunc(double(x) / double(y))) * 1000 + int32_t(std::fmod(double(x), double(y))));
+    EXPECT_EQ(t[j],
+              int32_t(std::trunc(double(x) / double(y))) * 1000 + int32_t(std::fmod(double(x), double(y))));
     EXPECT_EQ(q64[j], int64_t(std::floor(double(x) / -3.0)) + (x - int64_t(std::floor(double(x) / 5.0)) * 5));
     double fr = double(x) - std::floor(double(x) / -2.5) * -2.5;
     EXPECT_NEAR(fm[j], fr, 1e-6) << x;
@@ -518,10 +564,11 @@ TEST(CodegenCPU, AtomicAddFromManyBlocks) {
   Buffer Count = make_buffer("Count", kI32, {make_int(2)}, scope::kGlobal);
   Var bx = make_var("bx"), i = make_var("i");
   Expr idx = add(mul(bx, make_int(per_block)), i);
-  Stmt body = loop(i, make_int(per_block), ForKind::Parallel,
-                   make_seq({eval(intrinsic(DataType::Void(), "atomic_add", {ld(Sum, {make_int(0)}), ld(A, {idx})})),
-                             eval(intrinsic(DataType::Void(), "atomic_add", {ld(Count, {make_int(0)}), make_int(1)})),
-                             eval(intrinsic(DataType::Void(), "atomic_max", {ld(Count, {make_int(1)}), idx}))}));
+  Stmt body =
+      loop(i, make_int(per_block), ForKind::Parallel,
+           make_seq({eval(intrinsic(DataType::Void(), "atomic_add", {ld(Sum, {make_int(0)}), ld(A, {idx})})),
+                     eval(intrinsic(DataType::Void(), "atomic_add", {ld(Count, {make_int(0)}), make_int(1)})),
+                     eval(intrinsic(DataType::Void(), "atomic_max", {ld(Count, {make_int(1)}), idx}))}));
   PrimFunc f = make_func("atomics", {buf_param(A), buf_param(Sum), buf_param(Count)},
                          kernel({bx}, {make_int(blocks)}, body));
   CompiledKernel k(f);
@@ -549,11 +596,11 @@ TEST(CodegenCPU, TransposeTwoDimensionalGrid) {
   Expr r = add(mul(by, make_int(4)), i), c = add(mul(bx, make_int(4)), j);
   Expr v = ld(A, {r, c});
   Expr value = add(mul(v, scale), select(lt(r, half_m), make_float(100.0), make_float(-100.0)));
-  Stmt inner = loop(j, make_int(4), ForKind::Unrolled,
-                    when(land(lt(r, M), lt(c, N)), st(B, value, {c, r})));
+  Stmt inner = loop(j, make_int(4), ForKind::Unrolled, when(land(lt(r, M), lt(c, N)), st(B, value, {c, r})));
   Stmt body = loop(i, make_int(4), ForKind::Serial, inner);
-  Stmt k = kernel({bx, by}, {floordiv(add(N, make_int(3)), make_int(4)), floordiv(add(M, make_int(3)), make_int(4))},
-                  body);
+  Stmt k =
+      kernel({bx, by},
+             {floordiv(add(N, make_int(3)), make_int(4)), floordiv(add(M, make_int(3)), make_int(4))}, body);
   Stmt host = std::make_shared<LetStmtNode>(half_m, floordiv(M, make_int(2)), k);
   PrimFunc f = make_func("transpose", {buf_param(A), buf_param(B), scalar_param(scale)}, host);
   CompiledKernel kern(f);
@@ -577,9 +624,9 @@ TEST(CodegenCPU, MathIntrinsics) {
   Buffer Y = make_buffer("Y", kF32, {make_int(size), make_int(6)}, scope::kGlobal);
   Var bx = make_var("bx"), i = make_var("i");
   Expr x = ld(X, {i});
-  std::vector<Expr> outs = {call("exp2", {x}), call("rsqrt", {call("abs", {x})}), call("sigmoid", {x}),
-                            call("pow", {call("abs", {x}), make_float(1.5)}), call("round", {x}),
-                            cast(kF32, call("isnan", {call("log", {x})}))};
+  std::vector<Expr> outs = {call("exp2", {x}),    call("rsqrt", {call("abs", {x})}),
+                            call("sigmoid", {x}), call("pow", {call("abs", {x}), make_float(1.5)}),
+                            call("round", {x}),   cast(kF32, call("isnan", {call("log", {x})}))};
   std::vector<Stmt> stores;
   for (size_t q = 0; q < outs.size(); ++q) stores.push_back(st(Y, outs[q], {i, make_int(int64_t(q))}));
   Stmt body = loop(i, make_int(size), ForKind::Vectorized, make_seq(stores));
@@ -615,10 +662,11 @@ TEST(CodegenCPU, TwoKernelsAndSymbolicTile) {
   Buffer acc = make_buffer("acc", kF32, {make_int(1)}, scope::kLocalVar);
   Stmt copy = loop(j, n, ForKind::Parallel, st(tile, ld(B, {j}), {j}));
   Stmt sum = loop(i, n, ForKind::Serial, st(acc, add(ld(acc, {make_int(0)}), ld(tile, {i})), {make_int(0)}));
-  Stmt k2 = kernel({b2}, {make_int(4)},
-                   alloc(tile, alloc(acc, make_seq({copy, sum, st(C, mul(ld(acc, {make_int(0)}),
-                                                                        cast(kF32, add(b2, make_int(1)))),
-                                                                  {b2})}))));
+  Stmt k2 = kernel(
+      {b2}, {make_int(4)},
+      alloc(tile, alloc(acc, make_seq({copy, sum,
+                                       st(C, mul(ld(acc, {make_int(0)}), cast(kF32, add(b2, make_int(1)))),
+                                          {b2})}))));
   PrimFunc f = make_func("two_kernels", {buf_param(A), buf_param(B), buf_param(C)}, make_seq({k1, k2}));
   CompiledKernel k(f);
   EXPECT_NE(k.source().find("tl::AlignedArray<float>"), std::string::npos) << k.source();
@@ -635,8 +683,8 @@ TEST(CodegenCPU, NarrowTypes) {
   const DataType e4m3(TypeCode::Float8E4M3, 8);
   Var n = make_var("n");
   auto g = [&](const char* name, DataType t) { return make_buffer(name, t, {n}, scope::kGlobal); };
-  Buffer X = g("X", kF16), I = g("I", i8), U = g("U", u8), Bf = g("Bf", bf16), Io = g("Io", i8), Uo = g("Uo", u8),
-         Flag = g("Flag", DataType::Bool()), E4 = g("E4", e4m3);
+  Buffer X = g("X", kF16), I = g("I", i8), U = g("U", u8), Bf = g("Bf", bf16), Io = g("Io", i8),
+         Uo = g("Uo", u8), Flag = g("Flag", DataType::Bool()), E4 = g("E4", e4m3);
   Buffer HSum = make_buffer("HSum", kF16, {make_int(8)}, scope::kGlobal);
   Buffer HTotal = make_buffer("HTotal", kF16, {make_int(1)}, scope::kGlobal);
   Buffer acc = make_buffer("acc", kF16, {make_int(1)}, scope::kLocalVar);
@@ -654,8 +702,9 @@ TEST(CodegenCPU, NarrowTypes) {
   });
   Stmt body = alloc(acc, make_seq({loop(i, make_int(40), ForKind::Serial, when(lt(idx, n), per_element)),
                                    st(HSum, ld(acc, {make_int(0)}), {bx})}));
-  PrimFunc f = make_func("narrow", {buf_param(X), buf_param(I), buf_param(U), buf_param(Bf), buf_param(Io),
-                                    buf_param(Uo), buf_param(Flag), buf_param(E4), buf_param(HSum), buf_param(HTotal)},
+  PrimFunc f = make_func("narrow",
+                         {buf_param(X), buf_param(I), buf_param(U), buf_param(Bf), buf_param(Io),
+                          buf_param(Uo), buf_param(Flag), buf_param(E4), buf_param(HSum), buf_param(HTotal)},
                          kernel({bx}, {make_int(8)}, body));
   CompiledKernel k(f);
   const size_t size = 300;  // 8 blocks of 40 with a partial last block
@@ -670,8 +719,8 @@ TEST(CodegenCPU, NarrowTypes) {
     is[j] = int8_t(rng()), us[j] = uint8_t(rng());
   }
   int64_t nv = int64_t(size);
-  ASSERT_EQ(k({xs.data(), is.data(), us.data(), bf.data(), io.data(), uo.data(), flag.data(), e4.data(), hsum.data(),
-               htotal.data(), &nv}),
+  ASSERT_EQ(k({xs.data(), is.data(), us.data(), bf.data(), io.data(), uo.data(), flag.data(), e4.data(),
+               hsum.data(), htotal.data(), &nv}),
             0);
   for (size_t j = 0; j < size; ++j) {
     double xv = kHalf.value(xs[j]);
@@ -684,7 +733,8 @@ TEST(CodegenCPU, NarrowTypes) {
   }
   for (size_t b = 0; b < 8; ++b) {
     uint32_t sum = 0;  // float16 zero
-    for (size_t j = b * 40; j < std::min(size, b * 40 + 40); ++j) sum = kHalf.nearest(kHalf.value(sum) + kHalf.value(xs[j]));
+    for (size_t j = b * 40; j < std::min(size, b * 40 + 40); ++j)
+      sum = kHalf.nearest(kHalf.value(sum) + kHalf.value(xs[j]));
     ASSERT_EQ(hsum[b], sum) << "block " << b;
   }
   EXPECT_EQ(kHalf.value(htotal[0]), double(size));
@@ -766,8 +816,9 @@ TEST(VerifyCPU, RejectsThreadIndexCallSubByteAndWideGrids) {
   }
 
   std::vector<Var> bvars = {make_var("b0"), make_var("b1"), make_var("b2"), make_var("b3")};
-  PrimFunc f3 = make_func("grid4", {buf_param(A)},
-                          kernel(bvars, {make_int(2), make_int(2), make_int(2), make_int(2)}, eval(make_int(0))));
+  PrimFunc f3 =
+      make_func("grid4", {buf_param(A)},
+                kernel(bvars, {make_int(2), make_int(2), make_int(2), make_int(2)}, eval(make_int(0))));
   try {
     verify_cpu(f3);
     FAIL();
@@ -781,17 +832,18 @@ TEST(VerifyCPU, RejectsThreadIndexCallSubByteAndWideGrids) {
 }
 
 TEST(HostCompiler, BadSourceReportsCompilerOutput) {
-  std::string out = (std::filesystem::temp_directory_path() /
-                     ("tl_codegen_cpu_bad_" + std::to_string(getpid()) + ".so")).string();
+  std::string out =
+      (std::filesystem::temp_directory_path() / ("tl_codegen_cpu_bad_" + std::to_string(getpid()) + ".so"))
+          .string();
   try {
     compile_shared_object("int main( { this is not C++ }\n", out, include_dir(), {"-DTL_MARKER_FLAG=1"});
     FAIL() << "expected a CompileError";
   } catch (const CompileError& e) {
     std::string msg = e.what();
     EXPECT_EQ(e.kind(), ErrorKind::Internal);
-    EXPECT_NE(msg.find("-fopenmp"), std::string::npos) << msg;         // the command line
+    EXPECT_NE(msg.find("-fopenmp"), std::string::npos) << msg;  // the command line
     EXPECT_NE(msg.find("-DTL_MARKER_FLAG=1"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("error"), std::string::npos) << msg;            // the compiler's output
+    EXPECT_NE(msg.find("error"), std::string::npos) << msg;  // the compiler's output
   }
   EXPECT_FALSE(std::filesystem::exists(out));
   std::filesystem::remove(out.substr(0, out.size() - 3) + ".cpp");
@@ -808,8 +860,7 @@ TEST(HostModule, MissingFileAndSymbol) {
   std::vector<float> a(4);
   ASSERT_EQ(k({a.data()}), 0);
   EXPECT_EQ(a[3], 3.0f);
-  std::string path = (std::filesystem::temp_directory_path() /
-                      ("tl_codegen_cpu_test_" + std::to_string(getpid())) / "tiny.so").string();
+  std::string path = (kernel_dir() / "tiny.so").string();
   HostModule m(path);
   try {
     m.symbol("no_such_symbol");

@@ -78,7 +78,7 @@ uint32_t encode_small_float(Src value) {
     return sign | kNaN | uint32_t(src_man >> (kSrcMan - kMan));
   }
   if (src_exp == 0) return sign;
-  int e = int(src_exp) - kSrcBias;               // unbiased exponent
+  int e = int(src_exp) - kSrcBias;                    // unbiased exponent
   uint64_t sig = src_man | (uint64_t(1) << kSrcMan);  // 1.m with the point after bit kSrcMan
   constexpr int kMinExp = 1 - kBias;
   if (e < kMinExp) {
@@ -122,7 +122,8 @@ float decode_small_float(uint32_t bits) {
   uint32_t man = bits & kManMask;
   uint32_t normal = ((exp + uint32_t(127 - kBias)) << 23) | (man << (23 - kMan));
   uint32_t subnormal = bits_of(float(man) * kSubnormalScale);  // exact
-  uint32_t special;  // the all-ones exponent
+  // The all-ones exponent:
+  uint32_t special;
   if constexpr (kIeee) {
     special = 0x7f800000u | (man << (23 - kMan));  // inf, or NaN with its payload
   } else {
@@ -226,11 +227,6 @@ static_assert(sizeof(half_t) == 2 && sizeof(bfloat16_t) == 2, "16-bit storage ty
 static_assert(sizeof(float8_e4m3_t) == 1 && sizeof(float8_e5m2_t) == 1, "8-bit storage types");
 static_assert(std::is_standard_layout_v<half_t> && std::is_trivially_copyable_v<half_t>, "layout");
 
-template <typename T>
-inline constexpr bool is_small_float_v =
-    std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t> || std::is_same_v<T, float8_e4m3_t> ||
-    std::is_same_v<T, float8_e5m2_t>;
-
 // ------------------------------------------------------------------ integer and float division
 
 // Python semantics: the quotient is rounded toward -inf and the remainder takes the
@@ -283,8 +279,7 @@ inline void atomic_update(T* address, Combine combine) {
   for (;;) {
     T desired = combine(old);
     if (std::memcmp(&desired, &old, sizeof(T)) == 0) return;  // nothing to change
-    if (__atomic_compare_exchange(address, &old, &desired, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-      return;
+    if (__atomic_compare_exchange(address, &old, &desired, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
   }
 }
 }  // namespace detail
@@ -312,8 +307,8 @@ inline void atomic_min(T* address, T value) {
 // ------------------------------------------------------------------ math
 
 // Overloads for float and double; the code generator computes the storage types in float.
-#define TL_CPU_UNARY(name, expr_f, expr_d)          \
-  inline float name(float x) { return expr_f; }     \
+#define TL_CPU_UNARY(name, expr_f, expr_d)      \
+  inline float name(float x) { return expr_f; } \
   inline double name(double x) { return expr_d; }
 TL_CPU_UNARY(exp, std::exp(x), std::exp(x))
 TL_CPU_UNARY(exp2, std::exp2(x), std::exp2(x))

@@ -45,8 +45,9 @@ class Binder:
 
     def __init__(self, kernel_name: str):
         self.kernel_name = kernel_name
-        self.values = {}   # shape variable name -> int
-        self.origin = {}   # shape variable name -> "A.shape[0]"
+        self.values = {}    # shape variable name -> int
+        self.origin = {}    # shape variable name -> "A.shape[0]"
+        self.deferred = []  # compound extents (e.g. 2 * m), checked once all are bound
 
     def dim(self, expr, actual: int, where: str, param: str, shape_text: str, given):
         kind = expr.kind
@@ -66,8 +67,6 @@ class Binder:
                 self.values[name] = actual
                 self.origin[name] = where
             return
-        # A compound extent (e.g. 2 * m): checked once every variable is bound.
-        self.deferred = getattr(self, "deferred", [])
         self.deferred.append((expr, actual, where, param, shape_text, given))
 
     def evaluate(self, expr):
@@ -81,7 +80,7 @@ class Binder:
         return _C.eval_int(expr, self.values)
 
     def finish(self):
-        for expr, actual, where, param, shape_text, given in getattr(self, "deferred", []):
+        for expr, actual, where, param, shape_text, given in self.deferred:
             if self.evaluate(expr) != actual:
                 raise ValueError(f"{self.kernel_name}: argument '{param}' has shape {tuple(given)}, "
                                  f"expected {shape_text}")

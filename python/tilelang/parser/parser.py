@@ -31,7 +31,6 @@ _CMPOPS = {
     ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
     ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
 }
-_IR_BINOP_NAMES = {ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>", ast.MatMult: "@"}
 _PYTHON_LOOP_LIMIT = 1 << 16
 
 
@@ -320,11 +319,10 @@ class Parser:
             raise self.error(TileLangSyntaxError, "a parse-time while loop ran too many iterations", node)
 
     def stmt_For(self, node):
-        spec = self.loop_spec(node.iter)
+        spec, iterable = self.loop_spec(node.iter)
         if spec is None:
-            self.python_for(node)
+            self.python_for(node, iterable)
             return
-        from ..language.loops import LoopSpec  # noqa: F401 - documents the type
         names = _target_names(node.target)
         if names is None:
             raise self.error(TileLangSyntaxError, "a kernel loop variable must be a name or a tuple of names",
@@ -361,22 +359,21 @@ class Parser:
         self.builder.emit(body)
 
     def loop_spec(self, iter_node):
+        """(LoopSpec, None) for a kernel loop, (None, iterable) for a loop over Python values.
+        `range` is a kernel loop (T.serial), as in TileLang."""
         from ..language.loops import LoopSpec, serial
         if isinstance(iter_node, ast.Call):
             fn = self.ev(iter_node.func)
             if fn is builtins.range:
-                args = [self.ev(a) for a in iter_node.args]
-                return serial(*args)
+                return serial(*[self.ev(a) for a in iter_node.args]), None
             value = self.call(fn, iter_node)
         else:
             value = self.ev(iter_node)
         if isinstance(value, LoopSpec):
-            return value
-        self._python_iterable = value
-        return None
+            return value, None
+        return None, value
 
-    def python_for(self, node):
-        iterable = self._python_iterable
+    def python_for(self, node, iterable):
         count = 0
         for item in iterable:
             count += 1

@@ -47,11 +47,13 @@ DataType compute_type(DataType t) { return is_storage_float(t) ? DataType::Float
 void check_dtype(DataType t, Span span, const std::string& what) {
   if (t.is_sub_byte())
     fail(ErrorKind::Unsupported, span,
-         what + " has dtype " + t.str() + ", which target cpu does not support: sub-byte types exist only "
-                "as packed storage",
+         what + " has dtype " + t.str() +
+             ", which target cpu does not support: sub-byte types exist only "
+             "as packed storage",
          "store the data as int8/uint8 and unpack the values with shifts and masks");
   if (t.lanes != 1)
-    fail(ErrorKind::Unsupported, span, what + " has vector dtype " + t.str() + ", which target cpu does not support",
+    fail(ErrorKind::Unsupported, span,
+         what + " has vector dtype " + t.str() + ", which target cpu does not support",
          "write the lanes as a T.vectorized loop over scalars");
 }
 
@@ -68,12 +70,18 @@ std::string ctype(DataType t, Span span, const std::string& what = "a value") {
       if (t.bits == 32) return "float";
       if (t.bits == 64) return "double";
       break;
-    case TypeCode::BFloat: return "tl::bfloat16_t";
-    case TypeCode::Float8E4M3: return "tl::float8_e4m3_t";
-    case TypeCode::Float8E5M2: return "tl::float8_e5m2_t";
-    case TypeCode::Bool: return "bool";
-    case TypeCode::Handle: return "void*";
-    default: break;
+    case TypeCode::BFloat:
+      return "tl::bfloat16_t";
+    case TypeCode::Float8E4M3:
+      return "tl::float8_e4m3_t";
+    case TypeCode::Float8E5M2:
+      return "tl::float8_e5m2_t";
+    case TypeCode::Bool:
+      return "bool";
+    case TypeCode::Handle:
+      return "void*";
+    default:
+      break;
   }
   fail(ErrorKind::Unsupported, span, what + " has dtype " + t.str() + ", which target cpu does not support");
 }
@@ -116,12 +124,12 @@ bool is_reserved_name(const std::string& s) {
       "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval",
       "constexpr", "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype",
       "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern",
-      "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace",
-      "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected",
-      "public", "register", "reinterpret_cast", "requires", "return", "short", "signed", "sizeof",
-      "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
-      "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual",
-      "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "restrict",
+      "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new",
+      "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public",
+      "register", "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
+      "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true",
+      "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
+      "wchar_t", "while", "xor", "xor_eq", "restrict",
       // Names the generated code or the standard headers use.
       "args", "tl", "std", "main", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
       "uint32_t", "uint64_t", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t", "NULL", "EOF", "INFINITY",
@@ -233,8 +241,8 @@ std::string wrap(const Code& c, int max_prec) { return c.prec <= max_prec ? c.te
 
 struct BufferInfo {
   std::string name;
-  bool scalar = false;                // local.var: a plain variable
-  std::vector<std::string> strides;   // precomputed int64 stride names (params), else empty
+  bool scalar = false;               // local.var: a plain variable
+  std::vector<std::string> strides;  // precomputed int64 stride names (params), else empty
 };
 
 class CodeGenCPU {
@@ -280,10 +288,19 @@ class CodeGenCPU {
     if (it != var_names_.end()) previous = it->second;
     bool was_nonneg = nonneg_.count(v.get()) > 0;
     var_names_[v.get()] = name;
-    if (nonneg) nonneg_.insert(v.get()); else nonneg_.erase(v.get());
+    if (nonneg)
+      nonneg_.insert(v.get());
+    else
+      nonneg_.erase(v.get());
     fn();
-    if (previous) var_names_[v.get()] = *previous; else var_names_.erase(v.get());
-    if (was_nonneg) nonneg_.insert(v.get()); else nonneg_.erase(v.get());
+    if (previous)
+      var_names_[v.get()] = *previous;
+    else
+      var_names_.erase(v.get());
+    if (was_nonneg)
+      nonneg_.insert(v.get());
+    else
+      nonneg_.erase(v.get());
   }
 
   const BufferInfo& buffer_info(const Buffer& b, Span span) {
@@ -380,7 +397,8 @@ class CodeGenCPU {
   Code emit(const Expr& e) {
     check_dtype(e->dtype, e->span, "an expression");
     switch (e->kind) {
-      case ExprKind::IntImm: return emit_int(as<IntImmNode>(e));
+      case ExprKind::IntImm:
+        return emit_int(as<IntImmNode>(e));
       case ExprKind::FloatImm: {
         auto* n = as<FloatImmNode>(e);
         DataType ct = compute_type(n->dtype);
@@ -391,9 +409,12 @@ class CodeGenCPU {
       }
       case ExprKind::StringImm:
         fail(ErrorKind::Internal, e->span, "a string is used as a value", "strings may only be printed");
-      case ExprKind::Var: return {var_name(as<VarNode>(e), e->span)};
-      case ExprKind::Binary: return emit_binary(as<BinaryNode>(e));
-      case ExprKind::Not: return {"!" + wrap(convert(as<NotNode>(e)->a, DataType::Bool()), kUnary), kUnary};
+      case ExprKind::Var:
+        return {var_name(as<VarNode>(e), e->span)};
+      case ExprKind::Binary:
+        return emit_binary(as<BinaryNode>(e));
+      case ExprKind::Not:
+        return {"!" + wrap(convert(as<NotNode>(e)->a, DataType::Bool()), kUnary), kUnary};
       case ExprKind::Select: {
         auto* n = as<SelectNode>(e);
         // Only the chosen side is evaluated: the other may be a guarded out-of-bounds load.
@@ -409,7 +430,8 @@ class CodeGenCPU {
         auto* n = as<BufferLoadNode>(e);
         return {element(n->buffer, n->indices, n->span)};
       }
-      case ExprKind::Call: return emit_call(as<CallNode>(e));
+      case ExprKind::Call:
+        return emit_call(as<CallNode>(e));
     }
     fail(ErrorKind::Internal, e->span, "unknown expression kind");
   }
@@ -428,7 +450,8 @@ class CodeGenCPU {
     }
     if (t.is_uint() && t.bits == 32) return {std::to_string(uint32_t(v)) + "u"};
     if (t.is_uint() && t.bits == 64) return {"uint64_t(" + std::to_string(uint64_t(v)) + "u)"};
-    if (t.is_uint()) return {ctype(t, n->span) + "(" + std::to_string(uint64_t(v) & ((1u << t.bits) - 1)) + ")"};
+    if (t.is_uint())
+      return {ctype(t, n->span) + "(" + std::to_string(uint64_t(v) & ((1u << t.bits) - 1)) + ")"};
     if (t.is_int()) return {ctype(t, n->span) + "(" + std::to_string(v) + ")"};
     // An integer immediate of a float dtype (hand-built IR).
     return emit(std::make_shared<FloatImmNode>(t, double(v), n->span));
@@ -466,10 +489,14 @@ class CodeGenCPU {
         case BinaryOp::Min:
         case BinaryOp::Div:
         case BinaryOp::Mod:
-        case BinaryOp::FloorDiv: return nonneg(b->a) && nonneg(b->b);
-        case BinaryOp::FloorMod: return nonneg(b->b);
-        case BinaryOp::Max: return nonneg(b->a) || nonneg(b->b);
-        default: return false;
+        case BinaryOp::FloorDiv:
+          return nonneg(b->a) && nonneg(b->b);
+        case BinaryOp::FloorMod:
+          return nonneg(b->b);
+        case BinaryOp::Max:
+          return nonneg(b->a) || nonneg(b->b);
+        default:
+          return false;
       }
     }
     return false;
@@ -489,12 +516,26 @@ class CodeGenCPU {
       const char* op = nullptr;
       int prec = kRel;
       switch (n->op) {
-        case BinaryOp::EQ: op = "=="; prec = kEq; break;
-        case BinaryOp::NE: op = "!="; prec = kEq; break;
-        case BinaryOp::LT: op = "<"; break;
-        case BinaryOp::LE: op = "<="; break;
-        case BinaryOp::GT: op = ">"; break;
-        default: op = ">="; break;
+        case BinaryOp::EQ:
+          op = "==";
+          prec = kEq;
+          break;
+        case BinaryOp::NE:
+          op = "!=";
+          prec = kEq;
+          break;
+        case BinaryOp::LT:
+          op = "<";
+          break;
+        case BinaryOp::LE:
+          op = "<=";
+          break;
+        case BinaryOp::GT:
+          op = ">";
+          break;
+        default:
+          op = ">=";
+          break;
       }
       return {wrap(a, prec) + " " + op + " " + wrap(b, prec - 1), prec};
     }
@@ -508,20 +549,35 @@ class CodeGenCPU {
     auto fn = [&](const char* name) { return Code{std::string(name) + "(" + a.text + ", " + b.text + ")"}; };
     Code r;
     switch (n->op) {
-      case BinaryOp::Add: r = infix("+", kAdd); break;
-      case BinaryOp::Sub: r = infix("-", kAdd); break;
-      case BinaryOp::Mul: r = infix("*", kMul); break;
-      case BinaryOp::Div: r = infix("/", kMul); break;
-      case BinaryOp::Mod: r = is_float ? fn("tl::fmod") : infix("%", kMul); break;
+      case BinaryOp::Add:
+        r = infix("+", kAdd);
+        break;
+      case BinaryOp::Sub:
+        r = infix("-", kAdd);
+        break;
+      case BinaryOp::Mul:
+        r = infix("*", kMul);
+        break;
+      case BinaryOp::Div:
+        r = infix("/", kMul);
+        break;
+      case BinaryOp::Mod:
+        r = is_float ? fn("tl::fmod") : infix("%", kMul);
+        break;
       case BinaryOp::FloorDiv:
         r = (!is_float && nonneg(n->a) && nonneg(n->b)) ? infix("/", kMul) : fn("tl::floordiv");
         break;
       case BinaryOp::FloorMod:
         r = (!is_float && nonneg(n->a) && nonneg(n->b)) ? infix("%", kMul) : fn("tl::floormod");
         break;
-      case BinaryOp::Min: r = fn("tl::min"); break;
-      case BinaryOp::Max: r = fn("tl::max"); break;
-      default: fail(ErrorKind::Internal, sp, std::string("unexpected operator ") + binary_op_name(n->op));
+      case BinaryOp::Min:
+        r = fn("tl::min");
+        break;
+      case BinaryOp::Max:
+        r = fn("tl::max");
+        break;
+      default:
+        fail(ErrorKind::Internal, sp, std::string("unexpected operator ") + binary_op_name(n->op));
     }
     if (rt.is_bool()) return convert_code(r, ct, rt, sp);
     return finish(r, rt, sp);
@@ -538,7 +594,8 @@ class CodeGenCPU {
       fail(ErrorKind::Unsupported, sp, "intrinsic '" + op + "' is not available on target cpu");
     }
     if (info->arity >= 0 && int(n->args.size()) != info->arity)
-      fail(ErrorKind::Internal, sp, "T." + op + " called with " + std::to_string(n->args.size()) + " argument(s)");
+      fail(ErrorKind::Internal, sp,
+           "T." + op + " called with " + std::to_string(n->args.size()) + " argument(s)");
     if (info->math) {
       DataType ct = compute_type(n->dtype);
       if (!ct.is_float()) ct = DataType::Float(32);
@@ -580,21 +637,31 @@ class CodeGenCPU {
         auto* imm = as<IntImmNode>(x);
         return imm ? "int64_t(" + std::to_string(imm->value) + ")" : emit_int64(x).text;
       };
-      auto fn = [&](const char* name) { return Code{std::string(name) + "(" + arg(b->a) + ", " + arg(b->b) + ")"}; };
+      auto fn = [&](const char* name) {
+        return Code{std::string(name) + "(" + arg(b->a) + ", " + arg(b->b) + ")"};
+      };
       bool fast = nonneg(b->a) && nonneg(b->b);
       switch (b->op) {
-        case BinaryOp::Add: return infix("+", kAdd);
-        case BinaryOp::Sub: return infix("-", kAdd);
-        case BinaryOp::Mul: return infix("*", kMul);
-        case BinaryOp::FloorDiv: return fast ? infix("/", kMul) : fn("tl::floordiv");
-        case BinaryOp::FloorMod: return fast ? infix("%", kMul) : fn("tl::floormod");
-        case BinaryOp::Min: return fn("tl::min");
-        case BinaryOp::Max: return fn("tl::max");
-        default: break;
+        case BinaryOp::Add:
+          return infix("+", kAdd);
+        case BinaryOp::Sub:
+          return infix("-", kAdd);
+        case BinaryOp::Mul:
+          return infix("*", kMul);
+        case BinaryOp::FloorDiv:
+          return fast ? infix("/", kMul) : fn("tl::floordiv");
+        case BinaryOp::FloorMod:
+          return fast ? infix("%", kMul) : fn("tl::floormod");
+        case BinaryOp::Min:
+          return fn("tl::min");
+        case BinaryOp::Max:
+          return fn("tl::max");
+        default:
+          break;
       }
     }
-    if (auto* c = as<CastNode>(e); c && c->value->dtype.is_int() && c->dtype.is_int() &&
-                                   c->dtype.bits >= c->value->dtype.bits)
+    if (auto* c = as<CastNode>(e);
+        c && c->value->dtype.is_int() && c->dtype.is_int() && c->dtype.bits >= c->value->dtype.bits)
       return emit_int64(c->value);
     return convert(e, i64);
   }
@@ -613,8 +680,8 @@ class CodeGenCPU {
       strides = {make_int(1)};  // an already flattened index
     } else if (indices.size() != strides.size()) {
       fail(ErrorKind::Internal, span,
-           "buffer '" + b->name + "' has " + std::to_string(strides.size()) + " dimension(s) but is indexed with " +
-               std::to_string(indices.size()));
+           "buffer '" + b->name + "' has " + std::to_string(strides.size()) +
+               " dimension(s) but is indexed with " + std::to_string(indices.size()));
     }
     if (indices.size() == 1 && const_int(strides[0]) && *const_int(strides[0]) == 1) {
       Code idx = emit(indices[0]);
@@ -635,7 +702,8 @@ class CodeGenCPU {
       std::string s;
       if (stride) {
         s = std::to_string(*stride);
-      } else if (d < info.strides.size() && !info.strides[d].empty() && strides.size() == info.strides.size()) {
+      } else if (d < info.strides.size() && !info.strides[d].empty() &&
+                 strides.size() == info.strides.size()) {
         s = info.strides[d];
       } else {
         s = wrap(emit_int64(strides[d]), kUnary);
@@ -655,8 +723,10 @@ class CodeGenCPU {
       case StmtKind::Seq:
         for (auto& x : as<SeqStmtNode>(s)->seq) emit_stmt(x);
         return;
-      case StmtKind::For: return emit_for(as<ForNode>(s));
-      case StmtKind::IfThenElse: return emit_if(as<IfThenElseNode>(s));
+      case StmtKind::For:
+        return emit_for(as<ForNode>(s));
+      case StmtKind::IfThenElse:
+        return emit_if(as<IfThenElseNode>(s));
       case StmtKind::BufferStore: {
         auto* n = as<BufferStoreNode>(s);
         std::string lhs = element(n->buffer, n->indices, n->span);
@@ -679,12 +749,16 @@ class CodeGenCPU {
         with_var(n->var, name, nn, [&] { emit_stmt(n->body); });
         return;
       }
-      case StmtKind::Evaluate: return emit_evaluate(as<EvaluateNode>(s));
-      case StmtKind::Allocate: return emit_allocate(as<AllocateNode>(s));
+      case StmtKind::Evaluate:
+        return emit_evaluate(as<EvaluateNode>(s));
+      case StmtKind::Allocate:
+        return emit_allocate(as<AllocateNode>(s));
       case StmtKind::TileOp:
-        fail(ErrorKind::Internal, s->span, "tile operator T." + as<TileOpNode>(s)->op + " reached code generation",
+        fail(ErrorKind::Internal, s->span,
+             "tile operator T." + as<TileOpNode>(s)->op + " reached code generation",
              "the CPU pipeline lowers every tile operator first; this is a compiler bug");
-      case StmtKind::Kernel: return emit_kernel(as<KernelNode>(s));
+      case StmtKind::Kernel:
+        return emit_kernel(as<KernelNode>(s));
     }
   }
 
@@ -723,7 +797,8 @@ class CodeGenCPU {
         pragma("GCC unroll " + std::to_string(e && *e > 0 && *e <= 64 ? *e : 8));
         break;
       }
-      default: break;
+      default:
+        break;
     }
     line("for (" + t + " " + name + " = " + mn.text + "; " + name + " < " + bound + "; ++" + name + ") {");
     bool nn = vt.is_integer() && nonneg(n->min);
@@ -786,11 +861,21 @@ class CodeGenCPU {
     std::string out = "\"";
     for (unsigned char c : s) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        case '?': out += "\\?"; break;  // no trigraphs
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '?':
+          out += "\\?";
+          break;  // no trigraphs
         default:
           if (c < 0x20 || c == 0x7f) {
             char buf[8];
@@ -809,7 +894,8 @@ class CodeGenCPU {
     int64_t n = b->const_size();
     if (n >= 0) return std::to_string(n);
     std::string s;
-    for (size_t d = 0; d < b->shape.size(); ++d) s += (d ? " * " : "") + wrap(emit_int64(b->shape[d]), kMul - 1);
+    for (size_t d = 0; d < b->shape.size(); ++d)
+      s += (d ? " * " : "") + wrap(emit_int64(b->shape[d]), kMul - 1);
     return s.empty() ? "1" : s;
   }
 
@@ -867,7 +953,10 @@ class CodeGenCPU {
     return it->second;
   }
   void restore_buffer(const Buffer& b, const std::optional<BufferInfo>& saved) {
-    if (saved) buffers_[buffer_key(b)] = *saved; else buffers_.erase(buffer_key(b));
+    if (saved)
+      buffers_[buffer_key(b)] = *saved;
+    else
+      buffers_.erase(buffer_key(b));
   }
   template <typename Fn>
   void with_buffer(const Buffer& b, const BufferInfo& info, Fn fn) {
@@ -887,12 +976,14 @@ class CodeGenCPU {
         case StmtKind::Seq:
           for (auto& x : as<SeqStmtNode>(s)->seq) walk(x);
           return;
-        case StmtKind::For: return walk(as<ForNode>(s)->body);
+        case StmtKind::For:
+          return walk(as<ForNode>(s)->body);
         case StmtKind::IfThenElse:
           walk(as<IfThenElseNode>(s)->then_case);
           walk(as<IfThenElseNode>(s)->else_case);
           return;
-        case StmtKind::LetStmt: return walk(as<LetStmtNode>(s)->body);
+        case StmtKind::LetStmt:
+          return walk(as<LetStmtNode>(s)->body);
         case StmtKind::Allocate: {
           auto* a = as<AllocateNode>(s);
           if (a->buffer->scope != scope::kLocalVar) {
@@ -904,7 +995,8 @@ class CodeGenCPU {
           }
           return walk(a->body);
         }
-        default: return;
+        default:
+          return;
       }
     };
     walk(k->body);
@@ -921,7 +1013,8 @@ class CodeGenCPU {
 
   void emit_kernel(const KernelNode* k) {
     if (in_kernel_)
-      fail(ErrorKind::Unsupported, k->span, "a T.Kernel inside another T.Kernel", "launch the kernels one after another");
+      fail(ErrorKind::Unsupported, k->span, "a T.Kernel inside another T.Kernel",
+           "launch the kernels one after another");
     if (k->grid.size() > 3 || k->grid.size() != k->block_vars.size())
       fail(ErrorKind::Unsupported, k->span, "T.Kernel takes 1 to 3 grid extents on target cpu",
            "fold the extra dimensions into one block index and recover them with // and %");
