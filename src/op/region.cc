@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "arith/expr_equal.h"
 #include "ir/error.h"
 #include "ir/op.h"
 #include "ir/printer.h"
@@ -11,13 +12,6 @@ namespace tl {
 // ---------------------------------------------------------------- expressions
 
 namespace {
-bool exprs_equal(const std::vector<Expr>& a, const std::vector<Expr>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!expr_equal(a[i], b[i])) return false;
-  return true;
-}
-
 const int64_t kInf = arith::ConstIntBound::kPosInf;
 const int64_t kNegInf = arith::ConstIntBound::kNegInf;
 
@@ -31,47 +25,10 @@ int64_t bound_add(int64_t a, int64_t b) {
 }
 }  // namespace
 
-bool expr_equal(const Expr& a, const Expr& b) {
-  if (a == b) return true;
-  if (!a || !b || a->kind != b->kind || a->dtype != b->dtype) return false;
-  switch (a->kind) {
-    case ExprKind::IntImm:
-      return as<IntImmNode>(a)->value == as<IntImmNode>(b)->value;
-    case ExprKind::FloatImm:
-      return as<FloatImmNode>(a)->value == as<FloatImmNode>(b)->value;
-    case ExprKind::StringImm:
-      return as<StringImmNode>(a)->value == as<StringImmNode>(b)->value;
-    case ExprKind::Var:
-      return false;  // identity, already compared
-    case ExprKind::Binary: {
-      auto *x = as<BinaryNode>(a), *y = as<BinaryNode>(b);
-      return x->op == y->op && expr_equal(x->a, y->a) && expr_equal(x->b, y->b);
-    }
-    case ExprKind::Not:
-      return expr_equal(as<NotNode>(a)->a, as<NotNode>(b)->a);
-    case ExprKind::Select: {
-      auto *x = as<SelectNode>(a), *y = as<SelectNode>(b);
-      return expr_equal(x->cond, y->cond) && expr_equal(x->true_value, y->true_value) &&
-             expr_equal(x->false_value, y->false_value);
-    }
-    case ExprKind::Cast:
-      return expr_equal(as<CastNode>(a)->value, as<CastNode>(b)->value);
-    case ExprKind::BufferLoad: {
-      auto *x = as<BufferLoadNode>(a), *y = as<BufferLoadNode>(b);
-      return x->buffer == y->buffer && exprs_equal(x->indices, y->indices);
-    }
-    case ExprKind::Call: {
-      auto *x = as<CallNode>(a), *y = as<CallNode>(b);
-      return x->op == y->op && exprs_equal(x->args, y->args);
-    }
-  }
-  return false;
-}
-
 bool provably_equal(const Expr& a, const Expr& b, arith::Analyzer& analyzer) {
   const int64_t *ca = const_int(a), *cb = const_int(b);
   if (ca && cb) return *ca == *cb;
-  if (expr_equal(a, b)) return true;
+  if (arith::expr_equal(a, b)) return true;
   return analyzer.can_prove(binary(BinaryOp::EQ, a, b));
 }
 
@@ -99,7 +56,7 @@ std::string region_str(const BufferRegion& r) {
   bool full = r.ranges.size() == b->shape.size();
   for (size_t d = 0; full && d < r.ranges.size(); ++d) {
     const int64_t* mn = const_int(r.ranges[d].min);
-    full = mn && *mn == 0 && expr_equal(r.ranges[d].extent, b->shape[d]);
+    full = mn && *mn == 0 && arith::expr_equal(r.ranges[d].extent, b->shape[d]);
   }
   if (full) return b->name;
   std::string out = b->name + "[";

@@ -13,9 +13,6 @@ namespace tl {
 
 // ---------------------------------------------------------------- expressions
 
-// Structural equality of index expressions, variables and buffers by identity. Enough to
-// see that two symbolic extents written the same way are the same.
-bool expr_equal(const Expr& a, const Expr& b);
 // Equal constants, structurally equal expressions, or an equality the analyzer proves.
 bool provably_equal(const Expr& a, const Expr& b, arith::Analyzer& analyzer);
 // An expression for messages: constants and variables directly, the rest via the printer.

@@ -35,8 +35,8 @@ class VerifyCPU : public IRVisitor {
 
   [[noreturn]] static void fail_thread_use(Span span) {
     fail(ErrorKind::Unsupported, span,
-         "thread index used on target cpu: the CPU back end runs each block as one tile-level program "
-         "and has no threads",
+         "thread index (T.get_thread_binding) used on target cpu: the CPU back end runs each block as "
+         "one tile-level program and has no threads",
          "express per-element work with T.Parallel, or compile for a GPU target");
   }
 

@@ -770,7 +770,7 @@ TEST(VerifyCPU, RejectsThreadIndexUse) {
   } catch (const CompileError& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
     EXPECT_EQ(e.span().line, 12);
-    EXPECT_NE(std::string(e.what()).find("thread index used on target cpu"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("thread index (T.get_thread_binding) used on target cpu"), std::string::npos) << e.what();
     EXPECT_NE(e.hint().find("T.Parallel"), std::string::npos);
   }
   // The code generator refuses it too.
