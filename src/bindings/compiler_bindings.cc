@@ -64,7 +64,6 @@ int64_t eval_int(const Expr& e, const std::unordered_map<std::string, int64_t>& 
 
 void bind_compiler(nb::module_& m) {
   m.def("normalise_target", [](const std::string& s) { return Target::parse(s).str(); });
-  m.def("build_id", []() { return std::string(__DATE__ " " __TIME__); });
   m.def("lower", [](const PyFunc& f, const std::string& target) {
     Target t = Target::parse(target);
     return PyFunc{lower_for_cpu(f.f, t)};

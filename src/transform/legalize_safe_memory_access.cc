@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "arith/analyzer.h"
+#include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 
@@ -20,8 +21,28 @@ class SafeAccess : public IRMutator {
   }
 
  protected:
+  // An index that lies outside its dimension for every value of the variables is the
+  // user's mistake, whatever the buffer: reported, never guarded.
+  void check_not_always_outside(const Buffer& b, const std::vector<Expr>& idx, Span span) {
+    for (size_t d = 0; d < idx.size() && d < b->shape.size(); ++d) {
+      arith::ConstIntBound bound = analyzer_.const_int_bound(idx[d]);
+      const int64_t* extent = const_int(b->shape[d]);
+      bool below = bound.max < 0;
+      bool above = extent && bound.min >= *extent;
+      if (!below && !above) continue;
+      std::string where = bound.is_const() ? "index " + std::to_string(bound.min)
+                                           : "index range [" + std::to_string(bound.min) + ", " +
+                                                 std::to_string(bound.max) + "]";
+      fail(ErrorKind::Bounds, span,
+           where + " is outside dimension " + std::to_string(d) + " of buffer '" + b->name + "'" +
+               (extent ? " (extent " + std::to_string(*extent) + ")" : ""),
+           "indices of a buffer run from 0 to its extent - 1");
+    }
+  }
+
   // The condition that idx lies inside b, or null when it provably does.
   Expr in_bounds(const Buffer& b, const std::vector<Expr>& idx, Span span) {
+    check_not_always_outside(b, idx, span);
     if (!b->is_global()) return nullptr;  // tile-local buffers: the checks of the tile ops apply
     Expr cond;
     for (size_t d = 0; d < idx.size() && d < b->shape.size(); ++d) {

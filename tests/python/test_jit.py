@@ -179,3 +179,25 @@ def test_profiler(cache_dir):
     prof.assert_allclose(lambda a: a * 2.0, rtol=1e-6, atol=1e-6)
     with pytest.raises(AssertionError):
         prof.assert_allclose(lambda a: a * 3.0, rtol=1e-6, atol=1e-6)
+
+
+def test_constant_index_outside_a_tile_is_an_error(cache_dir):
+    from tilelang.errors import TileLangBoundsError
+
+    @T.prim_func
+    def poke(A: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=16) as bx:
+            S = T.alloc_shared((8,), "float32")
+            for i in T.serial(4):
+                S[i + 8] = A[i]  # always past the end of S
+
+    with pytest.raises(TileLangBoundsError, match=r"index range \[8, 11\] is outside dimension 0 of buffer 'S'"):
+        tilelang.compile(poke, target="cpu")
+
+
+def test_cache_key_changes_with_the_compiler_core(cache_dir, monkeypatch):
+    from tilelang.jit import kernel as kernel_module
+    k1 = tilelang.compile(scale_kernel(64, 7.0), out_idx=[-1], target="cpu")
+    monkeypatch.setattr(kernel_module, "_core_id", "another-build")
+    k2 = tilelang.compile(scale_kernel(64, 7.0), out_idx=[-1], target="cpu")
+    assert k1.cache_key != k2.cache_key

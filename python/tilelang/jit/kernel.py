@@ -25,6 +25,25 @@ def _include_dir() -> str:
     return str(here.parent.parent / "include")  # a source checkout
 
 
+_core_id = None
+
+
+def _core_identity() -> str:
+    """Identifies the compiler core and device headers in use, so that a rebuilt compiler
+    never reuses kernels an older one produced: the extension's size and modification
+    time, and a hash of the headers generated code includes."""
+    global _core_id
+    if _core_id is None:
+        import hashlib
+        ext = Path(_C.__file__).stat()
+        h = hashlib.sha256(f"{ext.st_size}:{ext.st_mtime_ns}".encode())
+        for header in sorted(Path(_include_dir(), "tl").rglob("*.h")):
+            h.update(header.name.encode())
+            h.update(header.read_bytes())
+        _core_id = h.hexdigest()[:16]
+    return _core_id
+
+
 def _normalise_out_idx(out_idx, n_params):
     if out_idx is None:
         return []
@@ -78,7 +97,7 @@ class JITKernel:
             "flags": self.compile_flags,
             "pass_configs": self.pass_configs,
             "version": _PACKAGE_VERSION,
-            "core": _C.build_id(),
+            "core": _core_identity(),
         }
         self.cache_key = cache.key_of(parts)
         entry = f"{self.prim_func.name}_entry"

@@ -1,0 +1,42 @@
+// XOR swizzles of shared-memory tiles, in the style tensor-core kernels use.
+//
+// A row-major tile [rows, cols] of `element_bits`-bit elements is cut into 16-byte chunks.
+// In mode W (32, 64 or 128 bytes), each row is split into W-byte segments of W/16 chunks,
+// and the chunk index within its segment is XORed with a key taken from the row:
+//   128B: key = row % 8          (8 chunks per segment)
+//    64B: key = (row % 8) / 2    (4 chunks)
+//    32B: key = (row % 8) / 4    (2 chunks)
+// When a row is exactly W bytes long this is the hardware's Swizzle<log2(W/16), 4, 3> on byte
+// addresses (bits [4, 4 + log2(W/16)) ^= bits [7, 7 + log2(W/16))), the pattern TMA and
+// wgmma expect. Elements inside a chunk never move, so 16-byte vector accesses stay intact.
+#pragma once
+#include <cstdint>
+
+#include "layout/layout.h"
+
+namespace tl {
+
+enum class SwizzleMode : uint8_t { None, B32, B64, B128 };
+
+// 0, 32, 64, 128.
+int swizzle_width_bytes(SwizzleMode mode);
+// "none", "32B", "64B", "128B".
+const char* swizzle_mode_name(SwizzleMode mode);
+
+// Whether mode can swizzle a row of `cols` elements of element_bits each: the element size
+// divides 16 bytes and the row length in bytes is a multiple of the swizzle width.
+bool swizzle_fits(SwizzleMode mode, int64_t cols, int element_bits);
+
+// The widest mode that fits (128B, then 64B, then 32B), or None.
+SwizzleMode pick_swizzle_mode(int64_t cols, int element_bits);
+
+// Layout [rows, cols] -> [rows, cols]: the row is kept, the column is permuted as above (the
+// physical element offset is row * cols + column). None gives the identity. Throws
+// CompileError(Layout) when the mode does not fit the tile.
+Layout make_swizzled_layout(int64_t rows, int64_t cols, int element_bits, SwizzleMode mode);
+
+// a XOR b on the low `bits` bits of non-negative a and b, written with floordiv/floormod
+// (the IR has no bitwise operators): sum_t 2^t * ((a // 2^t + b // 2^t) % 2).
+Expr xor_low_bits(const Expr& a, const Expr& b, int bits);
+
+}  // namespace tl
