@@ -1,8 +1,8 @@
 // A compiled CUDA image (cubin or PTX) loaded into a context, and its kernels.
 #pragma once
 #include <array>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "runtime/cuda/driver.h"
 
