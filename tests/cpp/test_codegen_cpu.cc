@@ -743,8 +743,10 @@ TEST(CodegenCPU, NarrowTypes) {
 TEST(CodegenCPU, PrintScalars) {
   Buffer A = make_buffer("A", kF16, {make_int(2)}, scope::kGlobal);
   Var bx = make_var("bx");
-  Expr msg = std::make_shared<StringImmNode>("value \"x\"?");
-  Stmt body = eval(intrinsic(DataType::Void(), "print", {msg, bx, ld(A, {bx}), lt(bx, make_int(1))}));
+  Expr msg = std::make_shared<StringImmNode>("value \"x\"? ");
+  Expr space = std::make_shared<StringImmNode>(" ");
+  Stmt body =
+      eval(intrinsic(DataType::Void(), "print", {msg, bx, space, ld(A, {bx}), space, lt(bx, make_int(1))}));
   PrimFunc f = make_func("printer", {buf_param(A)}, kernel({bx}, {make_int(1)}, body));
   CompiledKernel k(f);
   std::vector<uint16_t> a = {uint16_t(half_t(2.5f).bits), 0};

@@ -216,7 +216,7 @@ class Interpreter {
         if (auto* str = as<StringImmNode>(a))
           line += str->value;
         else
-          line += " " + std::to_string(int64_t(eval(a)));
+          line += std::to_string(int64_t(eval(a)));
       }
       printed.push_back(line);
       return;
@@ -738,8 +738,8 @@ TEST(TileOpsPrint, EveryElementInOrder) {
   for (int i = 0; i < 6; ++i) in.data(S)[i] = 10 + i;
   in.exec(low->body);
   ASSERT_EQ(in.printed.size(), 6u);
-  EXPECT_EQ(in.printed[0], "tile S[i0, i1] = 0 0 10");
-  EXPECT_EQ(in.printed[5], "tile S[i0, i1] = 1 2 15");
+  EXPECT_EQ(in.printed[0], "tile S[0, 0] = 10");
+  EXPECT_EQ(in.printed[5], "tile S[1, 2] = 15");
 }
 
 TEST(TileOpsLower, PipelinedBecomesSerialOnCpu) {

@@ -382,19 +382,13 @@ inline std::mutex& print_mutex() {
 }
 }  // namespace detail
 
-// Prints the arguments separated by spaces on one line; empty strings are skipped.
-// One write per line, so lines of different blocks do not interleave.
+// Prints the arguments one after another on one line: the IR spells out the separators
+// as string pieces ("S[", i, ", ", j, "] = ", value). One write per line, so lines of
+// different blocks do not interleave.
 template <typename... Args>
 inline void print(const Args&... args) {
   std::string line;
-  auto add = [&](const auto& v) {
-    std::string piece;
-    detail::append_value(piece, v);
-    if (piece.empty()) return;
-    if (!line.empty()) line += ' ';
-    line += piece;
-  };
-  (add(args), ...);
+  (detail::append_value(line, args), ...);
   line += '\n';
   std::lock_guard<std::mutex> lock(detail::print_mutex());
   std::fwrite(line.data(), 1, line.size(), stdout);

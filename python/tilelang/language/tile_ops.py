@@ -165,4 +165,5 @@ def print(obj, msg="", warp_group_id=0, warp_id=0):  # noqa: A001 - the DSL's na
     if isinstance(obj, (Buffer, Region)):
         _emit("print", [_as_region(obj, None, "T.print", "buffer")], (), {"msg": str(msg)})
     else:
-        b.emit(_C.evaluate(_C.call_void("print", [_C.string(str(msg)), obj])))
+        pieces = [_C.string(f"{msg} ")] if msg else []
+        b.emit(_C.evaluate(_C.call_void("print", pieces + [obj])))
