@@ -14,7 +14,9 @@ namespace {
   fail(ErrorKind::Layout, Span{}, message, hint);
 }
 
-std::vector<Expr> as_exprs(const std::vector<Var>& vars) { return std::vector<Expr>(vars.begin(), vars.end()); }
+std::vector<Expr> as_exprs(const std::vector<Var>& vars) {
+  return std::vector<Expr>(vars.begin(), vars.end());
+}
 
 }  // namespace
 
@@ -34,7 +36,8 @@ Fragment::Fragment(std::vector<int64_t> input_shape, int64_t thread_count, const
 void Fragment::init(std::vector<Var> vars, Var rep, std::vector<int64_t> input_shape, int64_t thread_count,
                     Expr thread, Expr index, int64_t replicate_extent) {
   layout_detail::check_shape(input_shape, "fragment shape");
-  if (thread_count < 1) fragment_error("a fragment needs at least one thread, got " + std::to_string(thread_count));
+  if (thread_count < 1)
+    fragment_error("a fragment needs at least one thread, got " + std::to_string(thread_count));
   if (replicate_extent < 1)
     fragment_error("fragment replication must be at least 1, got " + std::to_string(replicate_extent));
   if (!thread || !index || !arith::is_scalar_int(thread->dtype) || !arith::is_scalar_int(index->dtype))
@@ -56,7 +59,8 @@ void Fragment::init(std::vector<Var> vars, Var rep, std::vector<int64_t> input_s
   replicate_ = replicate_extent;
 }
 
-Fragment Fragment::contiguous_vectors(const std::vector<int64_t>& shape, int64_t threads, int64_t vector_size) {
+Fragment Fragment::contiguous_vectors(const std::vector<int64_t>& shape, int64_t threads,
+                                      int64_t vector_size) {
   layout_detail::check_shape(shape, "fragment shape");
   if (threads < 1 || vector_size < 1)
     fragment_error("a fragment partition needs threads >= 1 and vector size >= 1, got " +
@@ -86,29 +90,37 @@ Fragment Fragment::fully_replicated(const std::vector<int64_t>& shape, int64_t t
 }
 
 Expr Fragment::thread(const std::vector<Expr>& indices, const Expr& rep) const {
+  arith::Analyzer analyzer;
+  return thread(indices, rep, analyzer);
+}
+
+Expr Fragment::index(const std::vector<Expr>& indices) const {
+  arith::Analyzer analyzer;
+  return index(indices, analyzer);
+}
+
+Expr Fragment::thread(const std::vector<Expr>& indices, const Expr& rep, arith::Analyzer& analyzer) const {
   if (indices.size() != vars_.size())
-    fragment_error("fragment over " + shape_str(input_shape_) + " indexed with " + std::to_string(indices.size()) +
-                   " indices");
+    fragment_error("fragment over " + shape_str(input_shape_) + " indexed with " +
+                   std::to_string(indices.size()) + " indices");
   std::vector<Var> vars = vars_;
   std::vector<Expr> values = indices;
   vars.push_back(rep_);
   values.push_back(rep);
-  arith::Analyzer analyzer;
   return analyzer.simplify(substitute_vars(thread_, vars, values));
 }
 
-Expr Fragment::index(const std::vector<Expr>& indices) const {
+Expr Fragment::index(const std::vector<Expr>& indices, arith::Analyzer& analyzer) const {
   if (indices.size() != vars_.size())
-    fragment_error("fragment over " + shape_str(input_shape_) + " indexed with " + std::to_string(indices.size()) +
-                   " indices");
-  arith::Analyzer analyzer;
+    fragment_error("fragment over " + shape_str(input_shape_) + " indexed with " +
+                   std::to_string(indices.size()) + " indices");
   return analyzer.simplify(substitute_vars(index_, vars_, indices));
 }
 
 IndexEnv Fragment::env_of(const std::vector<int64_t>& indices, int64_t rep) const {
   if (indices.size() != vars_.size())
-    fragment_error("fragment over " + shape_str(input_shape_) + " evaluated at " + std::to_string(indices.size()) +
-                   " indices");
+    fragment_error("fragment over " + shape_str(input_shape_) + " evaluated at " +
+                   std::to_string(indices.size()) + " indices");
   IndexEnv env;
   for (size_t d = 0; d < vars_.size(); ++d) env[vars_[d].get()] = indices[d];
   env[rep_.get()] = rep;
@@ -140,8 +152,8 @@ Fragment Fragment::replicate(int64_t n) const {
 
 Fragment Fragment::repeat(const std::vector<int64_t>& factors, bool on_threads) const {
   if (factors.size() != input_shape_.size())
-    fragment_error("repeat() of a fragment over " + shape_str(input_shape_) + " needs one factor per dimension, got " +
-                   shape_str(factors));
+    fragment_error("repeat() of a fragment over " + shape_str(input_shape_) +
+                   " needs one factor per dimension, got " + shape_str(factors));
   layout_detail::check_shape(factors, "repeat factors");
   std::vector<int64_t> shape(input_shape_.size());
   for (size_t d = 0; d < shape.size(); ++d) shape[d] = input_shape_[d] * factors[d];
@@ -170,8 +182,8 @@ Layout Fragment::thread_value_layout() const {
   vars.push_back(rep_);
   std::vector<int64_t> shape = input_shape_;
   shape.push_back(replicate_);
-  return Layout::from_exprs(std::move(vars), std::move(shape), {thread_, index_}, std::vector<int64_t>{
-                                                                                      thread_count_, local_size_});
+  return Layout::from_exprs(std::move(vars), std::move(shape), {thread_, index_},
+                            std::vector<int64_t>{thread_count_, local_size_});
 }
 
 bool Fragment::is_injective() const {
@@ -184,10 +196,8 @@ bool Fragment::is_complete() const {
   if (tv.input_size() > Layout::kMaxEnumeration)
     fragment_error("completeness check of " + to_string() + " needs enumerating too many elements");
   std::vector<bool> reached(size_t(thread_count_ * local_size_), false);
-  std::vector<int64_t> idx(tv.input_shape().size(), 0);
   for (int64_t flat = 0; flat < tv.input_size(); ++flat) {
-    idx = unflatten_row_major(flat, tv.input_shape());
-    std::vector<int64_t> slot = tv.evaluate(idx);
+    std::vector<int64_t> slot = tv.evaluate(unflatten_row_major(flat, tv.input_shape()));
     if (slot[0] >= 0 && slot[0] < thread_count_ && slot[1] >= 0 && slot[1] < local_size_)
       reached[size_t(slot[0] * local_size_ + slot[1])] = true;
   }

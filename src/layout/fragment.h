@@ -46,8 +46,11 @@ class Fragment {
   int64_t replicate_extent() const { return replicate_; }
 
   // The thread holding replica `rep` of element `indices`, and its local slot, simplified.
+  // The overloads with an analyzer use the ranges the caller bound (loop variables, ...).
   Expr thread(const std::vector<Expr>& indices, const Expr& rep) const;
   Expr index(const std::vector<Expr>& indices) const;
+  Expr thread(const std::vector<Expr>& indices, const Expr& rep, arith::Analyzer& analyzer) const;
+  Expr index(const std::vector<Expr>& indices, arith::Analyzer& analyzer) const;
   int64_t evaluate_thread(const std::vector<int64_t>& indices, int64_t rep) const;
   int64_t evaluate_index(const std::vector<int64_t>& indices) const;
 

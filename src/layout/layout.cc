@@ -25,9 +25,12 @@ int log2_exact(int64_t v) {
 
 int64_t eval_binary(BinaryOp op, int64_t a, int64_t b) {
   switch (op) {
-    case BinaryOp::Add: return a + b;
-    case BinaryOp::Sub: return a - b;
-    case BinaryOp::Mul: return a * b;
+    case BinaryOp::Add:
+      return a + b;
+    case BinaryOp::Sub:
+      return a - b;
+    case BinaryOp::Mul:
+      return a * b;
     case BinaryOp::Div:
     case BinaryOp::Mod:
     case BinaryOp::FloorDiv:
@@ -37,16 +40,26 @@ int64_t eval_binary(BinaryOp op, int64_t a, int64_t b) {
       if (op == BinaryOp::Mod) return a % b;
       if (op == BinaryOp::FloorDiv) return arith::floordiv_int(a, b);
       return arith::floormod_int(a, b);
-    case BinaryOp::Min: return a < b ? a : b;
-    case BinaryOp::Max: return a > b ? a : b;
-    case BinaryOp::EQ: return a == b;
-    case BinaryOp::NE: return a != b;
-    case BinaryOp::LT: return a < b;
-    case BinaryOp::LE: return a <= b;
-    case BinaryOp::GT: return a > b;
-    case BinaryOp::GE: return a >= b;
-    case BinaryOp::And: return a && b;
-    case BinaryOp::Or: return a || b;
+    case BinaryOp::Min:
+      return a < b ? a : b;
+    case BinaryOp::Max:
+      return a > b ? a : b;
+    case BinaryOp::EQ:
+      return a == b;
+    case BinaryOp::NE:
+      return a != b;
+    case BinaryOp::LT:
+      return a < b;
+    case BinaryOp::LE:
+      return a <= b;
+    case BinaryOp::GT:
+      return a > b;
+    case BinaryOp::GE:
+      return a >= b;
+    case BinaryOp::And:
+      return a && b;
+    case BinaryOp::Or:
+      return a || b;
   }
   return 0;
 }
@@ -55,7 +68,8 @@ int64_t eval_binary(BinaryOp op, int64_t a, int64_t b) {
 
 int64_t evaluate_index(const Expr& e, const IndexEnv& env) {
   switch (e->kind) {
-    case ExprKind::IntImm: return static_cast<const IntImmNode*>(e.get())->value;
+    case ExprKind::IntImm:
+      return static_cast<const IntImmNode*>(e.get())->value;
     case ExprKind::Var: {
       auto it = env.find(static_cast<const VarNode*>(e.get()));
       if (it == env.end())
@@ -71,7 +85,8 @@ int64_t evaluate_index(const Expr& e, const IndexEnv& env) {
       if (n->op == BinaryOp::Or && a) return 1;
       return arith::wrap_to(e->dtype, eval_binary(n->op, a, evaluate_index(n->b, env)));
     }
-    case ExprKind::Not: return !evaluate_index(static_cast<const NotNode*>(e.get())->a, env);
+    case ExprKind::Not:
+      return !evaluate_index(static_cast<const NotNode*>(e.get())->a, env);
     case ExprKind::Select: {
       auto* n = static_cast<const SelectNode*>(e.get());
       return evaluate_index(n->cond, env) ? evaluate_index(n->true_value, env)
@@ -82,7 +97,8 @@ int64_t evaluate_index(const Expr& e, const IndexEnv& env) {
       if (!arith::is_scalar_int(e->dtype)) break;
       return arith::wrap_to(e->dtype, evaluate_index(n->value, env));
     }
-    default: break;
+    default:
+      break;
   }
   layout_error("layout expression '" + tl::to_string(e) + "' is not integer index arithmetic");
 }
@@ -221,16 +237,16 @@ void Layout::init(std::vector<Var> vars, std::vector<int64_t> input_shape, std::
 }
 
 Layout Layout::identity(const std::vector<int64_t>& shape) {
-  return Layout(shape, [](const std::vector<Var>& v) { return std::vector<Expr>(v.begin(), v.end()); }, shape);
+  return Layout(
+      shape, [](const std::vector<Var>& v) { return std::vector<Expr>(v.begin(), v.end()); }, shape);
 }
 
 Layout Layout::row_major(const std::vector<int64_t>& shape) {
-  return Layout(
-      shape,
-      [&](const std::vector<Var>& v) {
-        return std::vector<Expr>{flatten_row_major(std::vector<Expr>(v.begin(), v.end()), shape)};
-      },
-      {shape_size(shape)});
+  return Layout(shape,
+                [&](const std::vector<Var>& v) {
+                  return std::vector<Expr>{flatten_row_major(std::vector<Expr>(v.begin(), v.end()), shape)};
+                },
+                {shape_size(shape)});
 }
 
 Layout Layout::col_major(const std::vector<int64_t>& shape) {
@@ -245,21 +261,21 @@ Layout Layout::col_major(const std::vector<int64_t>& shape) {
 
 Layout Layout::strided(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
   if (strides.size() != shape.size())
-    layout_error("strided layout: " + std::to_string(strides.size()) + " strides for shape " + shape_str(shape));
+    layout_error("strided layout: " + std::to_string(strides.size()) + " strides for shape " +
+                 shape_str(shape));
   layout_detail::check_shape(shape, "strided layout shape");
   int64_t max_offset = 0;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (strides[d] < 0) layout_error("strided layout: negative stride " + std::to_string(strides[d]));
     max_offset += (shape[d] - 1) * strides[d];
   }
-  return Layout(
-      shape,
-      [&](const std::vector<Var>& v) {
-        Expr offset = make_int(0);
-        for (size_t d = 0; d < v.size(); ++d) offset = add(offset, mul(v[d], make_int(strides[d])));
-        return std::vector<Expr>{offset};
-      },
-      {max_offset + 1});
+  return Layout(shape,
+                [&](const std::vector<Var>& v) {
+                  Expr offset = make_int(0);
+                  for (size_t d = 0; d < v.size(); ++d) offset = add(offset, mul(v[d], make_int(strides[d])));
+                  return std::vector<Expr>{offset};
+                },
+                {max_offset + 1});
 }
 
 Layout Layout::padded_row_major(const std::vector<int64_t>& shape, int64_t pad) {
@@ -469,7 +485,8 @@ std::optional<std::vector<Expr>> bit_linear_inverse(const InverseProblem& p) {
       if (sources.size() == 1) {
         // Extend a run of copied bits within one output coordinate.
         int k = sources[0];
-        while (b + len < width && k + len < bits && source[size_t(k + len)].coord == source[size_t(k)].coord) {
+        while (b + len < width && k + len < bits &&
+               source[size_t(k + len)].coord == source[size_t(k)].coord) {
           int64_t next_mask = 0;
           for (int q = 0; q < bits; ++q)
             if ((image_of_bit[size_t(q)] >> (flat_bit + len)) & 1) next_mask |= int64_t(1) << q;
@@ -522,8 +539,8 @@ Layout Layout::inverse() const {
 Layout Layout::compose(const Layout& inner) const {
   if (inner.output_size() != input_size())
     layout_error("cannot compose layout " + to_string() + " after " + inner.to_string() +
-                 ": the inner output has " + std::to_string(inner.output_size()) + " elements, the outer input " +
-                 std::to_string(input_size()));
+                 ": the inner output has " + std::to_string(inner.output_size()) +
+                 " elements, the outer input " + std::to_string(input_size()));
   std::vector<Expr> values = inner.exprs_;
   if (inner.output_shape_ != input_shape_)
     values = unflatten_row_major(flatten_row_major(inner.exprs_, inner.output_shape_), input_shape_);

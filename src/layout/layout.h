@@ -50,8 +50,7 @@ class Layout {
   Layout(std::vector<int64_t> input_shape, const IndexFn& fn);
   Layout(std::vector<int64_t> input_shape, const IndexFn& fn, std::vector<int64_t> output_shape);
   // From placeholders the caller made (one per input dimension) and expressions over them.
-  static Layout from_exprs(std::vector<Var> vars, std::vector<int64_t> input_shape,
-                           std::vector<Expr> exprs,
+  static Layout from_exprs(std::vector<Var> vars, std::vector<int64_t> input_shape, std::vector<Expr> exprs,
                            std::optional<std::vector<int64_t>> output_shape = std::nullopt);
 
   // (x0, ..., xn) -> (x0, ..., xn): the logical shape is the physical one.

@@ -9,20 +9,28 @@ namespace tl {
 
 int swizzle_width_bytes(SwizzleMode mode) {
   switch (mode) {
-    case SwizzleMode::None: return 0;
-    case SwizzleMode::B32: return 32;
-    case SwizzleMode::B64: return 64;
-    case SwizzleMode::B128: return 128;
+    case SwizzleMode::None:
+      return 0;
+    case SwizzleMode::B32:
+      return 32;
+    case SwizzleMode::B64:
+      return 64;
+    case SwizzleMode::B128:
+      return 128;
   }
   return 0;
 }
 
 const char* swizzle_mode_name(SwizzleMode mode) {
   switch (mode) {
-    case SwizzleMode::None: return "none";
-    case SwizzleMode::B32: return "32B";
-    case SwizzleMode::B64: return "64B";
-    case SwizzleMode::B128: return "128B";
+    case SwizzleMode::None:
+      return "none";
+    case SwizzleMode::B32:
+      return "32B";
+    case SwizzleMode::B64:
+      return "64B";
+    case SwizzleMode::B128:
+      return "128B";
   }
   return "?";
 }
@@ -58,22 +66,21 @@ Layout make_swizzled_layout(int64_t rows, int64_t cols, int element_bits, Swizzl
              std::to_string(cols) + " columns of " + std::to_string(element_bits) + "-bit elements",
          "the row length in bytes must be a multiple of the swizzle width, and elements must "
          "divide 16 bytes");
-  const int64_t vec = 128 / element_bits;               // elements per 16-byte chunk
+  const int64_t vec = 128 / element_bits;                 // elements per 16-byte chunk
   const int64_t chunks = swizzle_width_bytes(mode) / 16;  // chunks per segment: 2, 4 or 8
   const int key_bits = chunks == 8 ? 3 : chunks == 4 ? 2 : 1;
   const int64_t segment = vec * chunks;
-  return Layout(
-      {rows, cols},
-      [&](const std::vector<Var>& v) {
-        Expr row = v[0], col = v[1];
-        Expr chunk = floormod(floordiv(col, make_int(vec)), make_int(chunks));
-        Expr key = floordiv(floormod(row, make_int(8)), make_int(8 / chunks));
-        Expr swizzled = add(add(mul(floordiv(col, make_int(segment)), make_int(segment)),
-                                mul(xor_low_bits(chunk, key, key_bits), make_int(vec))),
-                            floormod(col, make_int(vec)));
-        return std::vector<Expr>{row, swizzled};
-      },
-      {rows, cols});
+  return Layout({rows, cols},
+                [&](const std::vector<Var>& v) {
+                  Expr row = v[0], col = v[1];
+                  Expr chunk = floormod(floordiv(col, make_int(vec)), make_int(chunks));
+                  Expr key = floordiv(floormod(row, make_int(8)), make_int(8 / chunks));
+                  Expr swizzled = add(add(mul(floordiv(col, make_int(segment)), make_int(segment)),
+                                          mul(xor_low_bits(chunk, key, key_bits), make_int(vec))),
+                                      floormod(col, make_int(vec)));
+                  return std::vector<Expr>{row, swizzled};
+                },
+                {rows, cols});
 }
 
 }  // namespace tl
