@@ -4,7 +4,9 @@
 // reason, when the toolkit or the device they need is missing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,10 +35,12 @@ const char* kBadSource = R"(extern "C" __global__ void bad(float* a) {
 )";
 
 bool starts_with_elf_magic(const std::string& bytes) {
-  return bytes.size() > 4 && std::memcmp(bytes.data(), "\x7f" "ELF", 4) == 0;
+  return bytes.size() > 4 && std::memcmp(bytes.data(), "\177ELF", 4) == 0;
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 CompileError expect_compile_error(const std::function<void()>& body) {
   try {
@@ -60,9 +64,9 @@ CompileError expect_compile_error(const std::function<void()>& body) {
     if (!nvcc_available(&why)) GTEST_SKIP() << "nvcc: " << why; \
   } while (0)
 
-#define SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                       \
-    std::string why;                                                         \
+#define SKIP_WITHOUT_GPU()                                                    \
+  do {                                                                        \
+    std::string why;                                                          \
     if (!cuda_device_available(&why)) GTEST_SKIP() << "no CUDA GPU: " << why; \
   } while (0)
 
@@ -129,8 +133,12 @@ TEST(CudaFlags, NvrtcDefaults) {
   options.fast_math = true;
   options.include_dirs = {"/inc"};
   options.extra_flags = {"-lineinfo"};
-  expected = {"--gpu-architecture=compute_90a", "-std=c++17", "-default-device", "--use_fast_math",
-              "--include-path=/inc", "-lineinfo"};
+  expected = {"--gpu-architecture=compute_90a",
+              "-std=c++17",
+              "-default-device",
+              "--use_fast_math",
+              "--include-path=/inc",
+              "-lineinfo"};
   EXPECT_EQ(nvrtc_flags(options), expected);
 }
 
@@ -268,7 +276,7 @@ TEST(Driver, AvailabilityIsReportedWithoutThrowing) {
   EXPECT_FALSE(why.empty());
   // Without a device, everything that needs one says so, as Unsupported.
   EXPECT_EQ(expect_compile_error([] { cuda_driver(); }).kind(), ErrorKind::Unsupported);
-  EXPECT_EQ(expect_compile_error([] { CudaModule module("\x7f" "ELF"); }).kind(), ErrorKind::Unsupported);
+  EXPECT_EQ(expect_compile_error([] { CudaModule module("\177ELF"); }).kind(), ErrorKind::Unsupported);
   EXPECT_EQ(expect_compile_error([] { device_arch(0); }).kind(), ErrorKind::Unsupported);
   EXPECT_TRUE(contains(cuda_error_text(1), "1")) << cuda_error_text(1);
 }
@@ -284,8 +292,12 @@ class DeviceBuffer {
   ~DeviceBuffer() { cuda_driver().cuMemFree(pointer_); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void upload(const void* data) { cuda_check(cuda_driver().cuMemcpyHtoD(pointer_, data, bytes_), "cuMemcpyHtoD"); }
-  void download(void* data) { cuda_check(cuda_driver().cuMemcpyDtoH(data, pointer_, bytes_), "cuMemcpyDtoH"); }
+  void upload(const void* data) {
+    cuda_check(cuda_driver().cuMemcpyHtoD(pointer_, data, bytes_), "cuMemcpyHtoD");
+  }
+  void download(void* data) {
+    cuda_check(cuda_driver().cuMemcpyDtoH(data, pointer_, bytes_), "cuMemcpyDtoH");
+  }
   cu::DevicePtr* address() { return &pointer_; }
 
  private:
@@ -306,17 +318,18 @@ std::string compile_for_device(const std::string& source, CudaBinaryKind kind, s
   return "";
 }
 
-#define COMPILE_FOR_DEVICE_OR_SKIP(var, source, kind)      \
-  std::string var;                                         \
-  do {                                                     \
-    std::string why;                                       \
-    var = compile_for_device(source, kind, &why);          \
-    if (var.empty()) GTEST_SKIP() << why;                  \
+#define COMPILE_FOR_DEVICE_OR_SKIP(var, source, kind) \
+  std::string var;                                    \
+  do {                                                \
+    std::string why;                                  \
+    var = compile_for_device(source, kind, &why);     \
+    if (var.empty()) GTEST_SKIP() << why;             \
   } while (0)
 
 // Runs add on n elements and returns how many results differ from the host's sums.
 size_t run_add(const CudaFunction& add, int n) {
-  std::vector<float> a(size_t(n)), b(size_t(n)), out(size_t(n));
+  const size_t count = static_cast<size_t>(n);
+  std::vector<float> a(count), b(count), out(count);
   for (int i = 0; i < n; ++i) {
     a[size_t(i)] = 0.5f * float(i % 4093) - 7.0f;
     b[size_t(i)] = 3.0f - 0.25f * float(i % 1021);
@@ -365,7 +378,7 @@ TEST(Gpu, FunctionAttributesAreRead) {
   CudaFunctionAttributes a = module.function("add").attributes();
   CudaDeviceInfo info = cuda_device_info(0);
   EXPECT_GT(a.registers, 0);
-  EXPECT_LT(a.registers, 64);  // a four-line kernel
+  EXPECT_LT(a.registers, 64);   // a four-line kernel
   EXPECT_EQ(a.local_bytes, 0);  // nothing to spill
   EXPECT_EQ(a.static_shared_bytes, 0);
   EXPECT_GT(a.max_threads_per_block, 0);
@@ -422,12 +435,15 @@ TEST(Gpu, DynamicSharedMemoryAboveTheDefaultNeedsOptIn) {
   CudaFunction reverse = module.function("reverse");
   int n = 64 * 1024 / int(sizeof(float));  // 64 KiB: above the 48 KiB default
   unsigned bytes = unsigned(n) * sizeof(float);
-  std::vector<float> in(size_t(n)), out(size_t(n));
+  const size_t count = static_cast<size_t>(n);
+  std::vector<float> in(count), out(count);
   for (int i = 0; i < n; ++i) in[size_t(i)] = float(i);
   DeviceBuffer din(bytes), dout(bytes);
   din.upload(in.data());
   void* args[] = {dout.address(), din.address(), &n};
-  EXPECT_EQ(expect_compile_error([&] { reverse.launch({1, 1, 1}, {256, 1, 1}, bytes, nullptr, args); }).kind(),
+  EXPECT_EQ(expect_compile_error([&] {
+              reverse.launch({1, 1, 1}, {256, 1, 1}, bytes, nullptr, args);
+            }).kind(),
             ErrorKind::Internal);
   reverse.set_max_dynamic_shared_memory(int(bytes));
   EXPECT_EQ(reverse.attributes().max_dynamic_shared_bytes, int(bytes));

@@ -37,9 +37,9 @@ void CudaFunction::set_max_dynamic_shared_memory(int bytes) const {
   api.cuFuncGetAttribute(&static_bytes, cu::kFuncSharedSizeBytes, handle_);
   if (optin >= 0 && bytes + static_bytes > optin)
     fail(ErrorKind::Unsupported, {},
-         "kernel '" + name_ + "' asks for " + std::to_string(bytes) + " bytes of dynamic shared memory (plus " +
-             std::to_string(static_bytes) + " static); the device allows " + std::to_string(optin) +
-             " per block",
+         "kernel '" + name_ + "' asks for " + std::to_string(bytes) +
+             " bytes of dynamic shared memory (plus " + std::to_string(static_bytes) +
+             " static); the device allows " + std::to_string(optin) + " per block",
          "use smaller tiles or fewer pipeline stages");
   cuda_check(rc, "setting the dynamic shared memory of kernel '" + name_ + "' to " + std::to_string(bytes));
 }
@@ -76,7 +76,8 @@ void CudaFunction::launch(const Dim3& grid, const Dim3& block, unsigned shared_b
   }
   if (rc != cu::kSuccess)
     cuda_check(rc, "launching kernel '" + name_ + "' with grid " + dims_text(grid) + ", block " +
-                       dims_text(block) + ", " + std::to_string(shared_bytes) + " bytes of dynamic shared memory");
+                       dims_text(block) + ", " + std::to_string(shared_bytes) +
+                       " bytes of dynamic shared memory");
 }
 
 CudaModule::CudaModule(const std::string& image) {
@@ -90,7 +91,7 @@ CudaModule::CudaModule(const std::string& image) {
     module_ = nullptr;
     int major = device_attribute(api, device_, cu::kDeviceComputeCapabilityMajor);
     int minor = device_attribute(api, device_, cu::kDeviceComputeCapabilityMinor);
-    bool is_cubin = image.size() >= 4 && image.compare(0, 4, "\x7f" "ELF") == 0;
+    bool is_cubin = image.compare(0, 4, "\177ELF") == 0;
     fail(ErrorKind::Internal, {},
          "cuModuleLoadData failed: " + cuda_error_text(rc) + " (a " + (is_cubin ? "cubin" : "PTX image") +
              " of " + std::to_string(image.size()) + " bytes; the device is " +
@@ -136,7 +137,8 @@ CudaFunction CudaModule::function(const std::string& name) const {
   cu::Function handle = nullptr;
   cu::Result rc = api.cuModuleGetFunction(&handle, module_, name.c_str());
   if (rc != cu::kSuccess)
-    fail(ErrorKind::Internal, {}, "kernel '" + name + "' not found in the CUDA module: " + cuda_error_text(rc),
+    fail(ErrorKind::Internal, {},
+         "kernel '" + name + "' not found in the CUDA module: " + cuda_error_text(rc),
          "kernels are looked up by their symbol name; declare them extern \"C\"");
   return CudaFunction(handle, context_, device_, name);
 }

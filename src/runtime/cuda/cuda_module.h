@@ -9,9 +9,9 @@
 namespace tl {
 
 struct CudaFunctionAttributes {
-  int registers = 0;              // per thread
-  int local_bytes = 0;            // per-thread local memory: register spills and stack arrays
-  int static_shared_bytes = 0;    // __shared__ declared in the kernel
+  int registers = 0;            // per thread
+  int local_bytes = 0;          // per-thread local memory: register spills and stack arrays
+  int static_shared_bytes = 0;  // __shared__ declared in the kernel
   int const_bytes = 0;
   int max_threads_per_block = 0;  // the most this kernel can launch with, given its registers
   int max_dynamic_shared_bytes = 0;

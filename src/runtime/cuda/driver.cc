@@ -167,7 +167,8 @@ CudaDeviceInfo cuda_device_info(int device) {
   info.major = cuda_device_attribute(device, cu::kDeviceComputeCapabilityMajor);
   info.minor = cuda_device_attribute(device, cu::kDeviceComputeCapabilityMinor);
   info.multiprocessors = cuda_device_attribute(device, cu::kDeviceMultiprocessorCount);
-  info.max_shared_memory_per_block_optin = cuda_device_attribute(device, cu::kDeviceMaxSharedMemoryPerBlockOptin);
+  info.max_shared_memory_per_block_optin =
+      cuda_device_attribute(device, cu::kDeviceMaxSharedMemoryPerBlockOptin);
   info.arch = arch_for_compute_capability(info.major, info.minor);
   return info;
 }

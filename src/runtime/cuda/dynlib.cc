@@ -81,8 +81,7 @@ std::vector<std::string> cuda_toolkit_roots() {
   std::vector<std::string> roots;
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
     std::string value = env_or_empty(var);
-    if (!value.empty() && std::find(roots.begin(), roots.end(), value) == roots.end())
-      roots.push_back(value);
+    if (!value.empty() && std::find(roots.begin(), roots.end(), value) == roots.end()) roots.push_back(value);
   }
   if (std::find(roots.begin(), roots.end(), "/usr/local/cuda") == roots.end())
     roots.push_back("/usr/local/cuda");

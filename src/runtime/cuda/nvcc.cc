@@ -142,8 +142,9 @@ class TempDir {
     std::vector<char> buffer(pattern.begin(), pattern.end());
     buffer.push_back('\0');
     if (!mkdtemp(buffer.data()))
-      fail(ErrorKind::Internal, {}, "cannot create a temporary directory '" + pattern + "': " +
-                                        std::strerror(errno), "check that TMPDIR is writable");
+      fail(ErrorKind::Internal, {},
+           "cannot create a temporary directory '" + pattern + "': " + std::strerror(errno),
+           "check that TMPDIR is writable");
     path_ = buffer.data();
   }
   ~TempDir() {
@@ -205,13 +206,15 @@ std::string nvcc_version() {
   ProcessResult r = run_process({path, "--version"});
   if (!r.spawn_error.empty() || r.status != 0)
     fail(ErrorKind::Internal, {},
-         "'" + path + " --version' failed: " + (r.spawn_error.empty() ? first_log_lines(r.output, 20) : r.spawn_error));
+         "'" + path + " --version' failed: " +
+             (r.spawn_error.empty() ? first_log_lines(r.output, 20) : r.spawn_error));
   // The last line reads "Cuda compilation tools, release 13.0, V13.0.88".
   std::string version;
   size_t v = r.output.rfind(", V");
   if (v != std::string::npos) {
     size_t start = v + 3, end = start;
-    while (end < r.output.size() && (std::isdigit(static_cast<unsigned char>(r.output[end])) || r.output[end] == '.'))
+    while (end < r.output.size() &&
+           (std::isdigit(static_cast<unsigned char>(r.output[end])) || r.output[end] == '.'))
       ++end;
     version = r.output.substr(start, end - start);
   }
@@ -260,16 +263,18 @@ CompiledCuda compile_with_nvcc(const std::string& source, const std::string& nam
     fail(ErrorKind::Internal, {}, "cannot run nvcc: " + r.spawn_error + "\ncommand: " + command_line(argv));
   if (r.status != 0)
     fail(ErrorKind::Internal, {},
-         "nvcc " + version + " failed to compile '" + file_name + "' (exit status " + std::to_string(r.status) +
-             ")\ncommand: " + command_line(argv) + "\n" + first_log_lines(r.output, 60),
+         "nvcc " + version + " failed to compile '" + file_name + "' (exit status " +
+             std::to_string(r.status) + ")\ncommand: " + command_line(argv) + "\n" +
+             first_log_lines(r.output, 60),
          "the log points into the generated CUDA source (kernel.get_kernel_source() shows it)");
 
   CompiledCuda out;
   bool ok = false;
   out.binary = read_file(output_path, &ok);
   if (!ok || out.binary.empty())
-    fail(ErrorKind::Internal, {}, "nvcc produced no output at '" + output_path + "'\ncommand: " +
-                                      command_line(argv) + "\n" + first_log_lines(r.output, 60));
+    fail(ErrorKind::Internal, {},
+         "nvcc produced no output at '" + output_path + "'\ncommand: " + command_line(argv) + "\n" +
+             first_log_lines(r.output, 60));
   if (options.output == CudaBinaryKind::Ptx)
     while (!out.binary.empty() && out.binary.back() == '\0') out.binary.pop_back();
   out.kind = options.output;

@@ -85,7 +85,8 @@ const NvrtcApi& nvrtc_api_state() {
               // nvrtcGetCUBIN appeared in CUDA 11.1; older libraries cannot produce cubins.
               a->library.bind(a->nvrtcGetCUBINSize, "nvrtcGetCUBINSize") &&
               a->library.bind(a->nvrtcGetCUBIN, "nvrtcGetCUBIN");
-    if (!ok) a->error = "libnvrtc at '" + a->library.path() + "' lacks functions this compiler needs (CUDA >= 11.2)";
+    if (!ok)
+      a->error = "libnvrtc at '" + a->library.path() + "' lacks functions this compiler needs (CUDA >= 11.2)";
     return a;
   }();
   return *api;
@@ -222,7 +223,8 @@ CompiledCuda compile_with_nvrtc(const std::string& source, const std::string& na
   auto start = std::chrono::steady_clock::now();
   const std::string program_name = name.empty() ? "kernel.cu" : name;
   nvrtcProgram program = nullptr;
-  check_nvrtc(api, api.nvrtcCreateProgram(&program, source.c_str(), program_name.c_str(), 0, nullptr, nullptr),
+  check_nvrtc(api,
+              api.nvrtcCreateProgram(&program, source.c_str(), program_name.c_str(), 0, nullptr, nullptr),
               "nvrtcCreateProgram");
   ProgramGuard guard(api, program);
 
@@ -239,8 +241,9 @@ CompiledCuda compile_with_nvrtc(const std::string& source, const std::string& na
   }
   if (compiled != kNvrtcSuccess)
     fail(ErrorKind::Internal, {},
-         "NVRTC " + version + " failed to compile '" + program_name + "': " + nvrtc_error_name(api, compiled) +
-             "\noptions: " + join_flags(flags) + "\n" + first_log_lines(log, 60),
+         "NVRTC " + version + " failed to compile '" + program_name +
+             "': " + nvrtc_error_name(api, compiled) + "\noptions: " + join_flags(flags) + "\n" +
+             first_log_lines(log, 60),
          "the log points into the generated CUDA source (kernel.get_kernel_source() shows it)");
 
   CompiledCuda out;
@@ -258,9 +261,9 @@ CompiledCuda compile_with_nvrtc(const std::string& source, const std::string& na
     strip_trailing_nuls(out.binary);
   }
   if (out.binary.empty())
-    fail(ErrorKind::Internal, {}, "NVRTC produced no " + std::string(options.output == CudaBinaryKind::Cubin
-                                                                          ? "cubin" : "PTX") +
-                                      " for '" + program_name + "'\noptions: " + join_flags(flags));
+    fail(ErrorKind::Internal, {},
+         "NVRTC produced no " + std::string(options.output == CudaBinaryKind::Cubin ? "cubin" : "PTX") +
+             " for '" + program_name + "'\noptions: " + join_flags(flags));
   out.log = std::move(log);
   out.compiler = "nvrtc " + version;
   out.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

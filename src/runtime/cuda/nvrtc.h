@@ -32,10 +32,10 @@ struct CudaCompileOptions {
 struct CompiledCuda {
   std::string binary;  // the cubin's bytes, or the PTX text (without a terminating NUL)
   CudaBinaryKind kind = CudaBinaryKind::Cubin;
-  std::string arch;       // as given to the compiler: "sm_90a", "compute_80"
-  std::string log;        // the compiler's messages (warnings), possibly empty
+  std::string arch;  // as given to the compiler: "sm_90a", "compute_80"
+  std::string log;   // the compiler's messages (warnings), possibly empty
   double compile_seconds = 0;
-  std::string compiler;   // "nvrtc 13.0", "nvcc 13.0.88": for cache keys and reports
+  std::string compiler;  // "nvrtc 13.0", "nvcc 13.0.88": for cache keys and reports
 };
 
 // A parsed target architecture: "sm_90a" -> {90, "a"}.
