@@ -1,0 +1,548 @@
+#include "transform/insert_barriers.h"
+
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "arith/analyzer.h"
+#include "ir/functor.h"
+#include "transform/pass.h"
+
+namespace tl {
+namespace {
+
+using arith::ConstIntBound;
+
+const char* const kBarrierOp = "sync_threads";
+
+bool is_barrier(const Stmt& s) {
+  auto* ev = as<EvaluateNode>(s);
+  auto* call = ev ? as<CallNode>(ev->value) : nullptr;
+  return call && call->op == kBarrierOp;
+}
+
+Stmt make_barrier(Span span) {
+  auto call = std::make_shared<CallNode>(DataType::Void(), kBarrierOp, std::vector<Expr>{}, span);
+  return std::make_shared<EvaluateNode>(call, span);
+}
+
+// Buffers whose accesses by different threads must be ordered by a barrier.
+bool is_tracked(const Buffer& b) { return !b->is_fragment() && !b->is_local(); }
+
+// Saturating addition on the bounds of the analyzer (infinities stay infinite).
+int64_t add_bound(int64_t a, int64_t b) {
+  if (a == ConstIntBound::kNegInf || b == ConstIntBound::kNegInf) return ConstIntBound::kNegInf;
+  if (a == ConstIntBound::kPosInf || b == ConstIntBound::kPosInf) return ConstIntBound::kPosInf;
+  if (b > 0 && a > ConstIntBound::kPosInf - b) return ConstIntBound::kPosInf;
+  if (b < 0 && a < ConstIntBound::kNegInf - b) return ConstIntBound::kNegInf;
+  return a + b;
+}
+
+// The values a loop variable takes over all iterations of [min, min + extent).
+ConstIntBound loop_var_bound(arith::Analyzer& analyzer, const Expr& min, const Expr& extent) {
+  ConstIntBound lo = analyzer.const_int_bound(min);
+  ConstIntBound ext = analyzer.const_int_bound(extent);
+  int64_t last = ext.max <= 1 ? lo.max : add_bound(lo.max, add_bound(ext.max, -1));
+  return {lo.min, last};
+}
+
+// Binds a variable for the lifetime of the object and restores what was known before
+// (the same variable node may be bound again in a nested scope).
+class ScopedBind {
+ public:
+  ScopedBind(arith::Analyzer& analyzer, const Var& v, ConstIntBound bound)
+      : analyzer_(analyzer), var_(v), old_(analyzer.const_int_bound(v)) {
+    analyzer_.bind(var_.get(), bound);
+  }
+  ~ScopedBind() { analyzer_.bind(var_.get(), old_); }
+  ScopedBind(const ScopedBind&) = delete;
+  ScopedBind& operator=(const ScopedBind&) = delete;
+
+ private:
+  arith::Analyzer& analyzer_;
+  Var var_;
+  ConstIntBound old_;
+};
+
+// ---------------------------------------------------------------- accesses
+
+// Inclusive bounds of the elements touched in one dimension.
+struct Interval {
+  int64_t lo, hi;
+  bool operator==(const Interval&) const = default;
+};
+
+struct Access {
+  const void* storage;        // identity of the memory: the data variable, else the buffer
+  const BufferNode* buffer;   // regions compare only within one buffer (same shape)
+  bool write;
+  std::vector<Interval> region;  // one interval per dimension; empty: the whole buffer
+  bool operator==(const Access&) const = default;
+};
+using AccessSet = std::vector<Access>;
+
+bool disjoint(const Access& a, const Access& b) {
+  if (a.buffer != b.buffer || a.region.empty() || a.region.size() != b.region.size()) return false;
+  for (size_t d = 0; d < a.region.size(); ++d) {
+    if (a.region[d].hi < b.region[d].lo || b.region[d].hi < a.region[d].lo) return true;
+  }
+  return false;
+}
+
+bool conflicts(const Access& a, const Access& b) {
+  return a.storage == b.storage && (a.write || b.write) && !disjoint(a, b);
+}
+
+bool conflicts(const AccessSet& unit, const AccessSet& pending) {
+  for (auto& a : unit)
+    for (auto& p : pending)
+      if (conflicts(a, p)) return true;
+  return false;
+}
+
+void merge(AccessSet& into, const AccessSet& from) {
+  for (auto& a : from) {
+    bool known = false;
+    for (auto& b : into) known = known || a == b;
+    if (!known) into.push_back(a);
+  }
+}
+
+// How each region of a tile operator is used (docs/tile_ops.md).
+struct RegionUse {
+  bool read, write;
+};
+std::vector<RegionUse> region_uses(const TileOpNode* n) {
+  const RegionUse r{true, false}, w{false, true}, rw{true, true};
+  const std::string& op = n->op;
+  std::vector<RegionUse> uses;
+  if (op == "copy" || op == "cumsum") uses = {r, w};
+  else if (op == "fill") uses = {w};
+  else if (op == "gemm") uses = {r, r, rw};
+  else if (op == "reduce") uses = {r, rw};
+  else if (op.rfind("atomic_", 0) == 0) uses = {rw, r};
+  else if (op == "print") uses = {r};
+  // An operator this table does not know may do anything to its operands.
+  uses.resize(n->regions.size(), rw);
+  return uses;
+}
+
+// The accesses of one unit: every load read, every store written, tile operator regions as
+// their operator uses them. Indices are bounded with the loops inside the unit bound too.
+class AccessCollector : public IRVisitor {
+ public:
+  using IRVisitor::visit;
+  explicit AccessCollector(arith::Analyzer& analyzer) : analyzer_(analyzer) {}
+  AccessSet accesses;
+
+ protected:
+  void record(const Buffer& b, bool write, std::vector<Interval> region) {
+    if (!is_tracked(b)) return;
+    const void* storage = b->data ? static_cast<const void*>(b->data.get()) : b.get();
+    Access a{storage, b.get(), write, std::move(region)};
+    merge(accesses, {a});
+  }
+  std::vector<Interval> point_region(const std::vector<Expr>& indices) {
+    std::vector<Interval> region;
+    for (auto& i : indices) {
+      ConstIntBound b = analyzer_.const_int_bound(i);
+      region.push_back({b.min, b.max});
+    }
+    return region;
+  }
+  std::vector<Interval> range_region(const BufferRegion& r) {
+    std::vector<Interval> region;
+    for (auto& rg : r.ranges) {
+      ConstIntBound lo = analyzer_.const_int_bound(rg.min);
+      ConstIntBound ext = analyzer_.const_int_bound(rg.extent);
+      region.push_back({lo.min, add_bound(lo.max, add_bound(ext.max, -1))});
+    }
+    return region;
+  }
+
+  void visit_load(const BufferLoadNode* n) override {
+    record(n->buffer, false, point_region(n->indices));
+    IRVisitor::visit_load(n);
+  }
+  void visit_store(const BufferStoreNode* n) override {
+    record(n->buffer, true, point_region(n->indices));
+    IRVisitor::visit_store(n);
+  }
+  void visit_call(const CallNode* n) override {
+    // A scalar atomic's first argument is a load naming the address it updates.
+    auto* target = n->args.empty() ? nullptr : as<BufferLoadNode>(n->args[0]);
+    if (target && n->op.rfind("atomic_", 0) == 0) record(target->buffer, true, point_region(target->indices));
+    IRVisitor::visit_call(n);
+  }
+  void visit_tile_op(const TileOpNode* n) override {
+    std::vector<RegionUse> uses = region_uses(n);
+    for (size_t i = 0; i < n->regions.size(); ++i) {
+      const BufferRegion& r = n->regions[i];
+      if (uses[i].read) record(r.buffer, false, range_region(r));
+      if (uses[i].write) record(r.buffer, true, range_region(r));
+      for (auto& rg : r.ranges) {
+        visit(rg.min);
+        visit(rg.extent);
+      }
+    }
+    for (auto& a : n->args) visit(a);
+  }
+  void visit_for(const ForNode* n) override {
+    visit(n->min);
+    visit(n->extent);
+    ScopedBind bind(analyzer_, n->var, loop_var_bound(analyzer_, n->min, n->extent));
+    visit(n->body);
+  }
+  void visit_let(const LetStmtNode* n) override {
+    visit(n->value);
+    ScopedBind bind(analyzer_, n->var, analyzer_.const_int_bound(n->value));
+    visit(n->body);
+  }
+
+ private:
+  arith::Analyzer& analyzer_;
+};
+
+// ---------------------------------------------------------------- uniformity
+
+// Which variables and per-thread buffers may hold different values in different threads of
+// a block: thread indices, T.Parallel loop variables, and whatever is computed from them.
+// A local buffer is varying when it is written from varying values or under varying
+// control. The sets grow monotonically, so the walk repeats until they stop growing.
+class VaryingAnalysis : public IRVisitor {
+ public:
+  using IRVisitor::visit;
+
+  void run(const KernelNode* k) {
+    for (auto& v : k->thread_vars) vars_.insert(v.get());
+    do {
+      grew_ = false;
+      visit(k->body);
+    } while (grew_);
+  }
+
+  bool varying(const Expr& e) const {
+    if (!e) return false;
+    switch (e->kind) {
+      case ExprKind::Var: return vars_.count(static_cast<const VarNode*>(e.get())) > 0;
+      case ExprKind::Binary: {
+        auto* n = static_cast<const BinaryNode*>(e.get());
+        return varying(n->a) || varying(n->b);
+      }
+      case ExprKind::Not: return varying(static_cast<const NotNode*>(e.get())->a);
+      case ExprKind::Select: {
+        auto* n = static_cast<const SelectNode*>(e.get());
+        return varying(n->cond) || varying(n->true_value) || varying(n->false_value);
+      }
+      case ExprKind::Cast: return varying(static_cast<const CastNode*>(e.get())->value);
+      case ExprKind::BufferLoad: {
+        // A fragment element lives in one thread; other buffers read at a uniform index
+        // give every thread the same value.
+        auto* n = static_cast<const BufferLoadNode*>(e.get());
+        if (n->buffer->is_fragment() || buffers_.count(n->buffer.get())) return true;
+        return any_varying(n->indices);
+      }
+      case ExprKind::Call: {
+        auto* n = static_cast<const CallNode*>(e.get());
+        return n->op == "thread_index" || any_varying(n->args);
+      }
+      default: return false;
+    }
+  }
+
+ protected:
+  bool any_varying(const std::vector<Expr>& v) const {
+    for (auto& e : v)
+      if (varying(e)) return true;
+    return false;
+  }
+  void mark(const VarNode* v) { grew_ = vars_.insert(v).second || grew_; }
+  void mark(const BufferNode* b) { grew_ = buffers_.insert(b).second || grew_; }
+
+  void visit_for(const ForNode* n) override {
+    bool spread = n->for_kind == ForKind::Parallel || varying(n->min) || varying(n->extent);
+    if (spread) mark(n->var.get());
+    varying_control_ += spread;
+    visit(n->body);
+    varying_control_ -= spread;
+  }
+  void visit_if(const IfThenElseNode* n) override {
+    bool spread = varying(n->cond);
+    varying_control_ += spread;
+    visit(n->then_case);
+    visit(n->else_case);
+    varying_control_ -= spread;
+  }
+  void visit_let(const LetStmtNode* n) override {
+    if (varying(n->value)) mark(n->var.get());
+    visit(n->body);
+  }
+  void visit_store(const BufferStoreNode* n) override {
+    if (n->buffer->is_local() && (varying_control_ || varying(n->value) || any_varying(n->indices)))
+      mark(n->buffer.get());
+  }
+  void visit_allocate(const AllocateNode* n) override {
+    auto it = n->attrs.find("init");
+    if (it != n->attrs.end() && std::holds_alternative<Expr>(it->second) &&
+        varying(std::get<Expr>(it->second)))
+      mark(n->buffer.get());
+    visit(n->body);
+  }
+  void visit_tile_op(const TileOpNode* n) override {
+    // Tile operators spread their work over the threads; only a fill of a uniform value
+    // leaves a per-thread buffer equal in every thread.
+    bool uniform_fill = n->op == "fill" && !varying_control_ && !any_varying(n->args);
+    std::vector<RegionUse> uses = region_uses(n);
+    for (size_t i = 0; i < n->regions.size(); ++i) {
+      const Buffer& b = n->regions[i].buffer;
+      if (uses[i].write && b->is_local() && !uniform_fill) mark(b.get());
+    }
+  }
+
+ private:
+  std::unordered_set<const VarNode*> vars_;
+  std::unordered_set<const BufferNode*> buffers_;
+  int varying_control_ = 0;
+  bool grew_ = false;
+};
+
+// True when s holds work spread over the block or a barrier: a loop of anything else is
+// executed whole by every thread, so it is one unit.
+bool has_cooperative_work(const Stmt& s) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit_tile_op(const TileOpNode*) override { found = true; }
+    void visit_for(const ForNode* n) override {
+      if (n->for_kind == ForKind::Parallel) found = true;
+      else IRVisitor::visit_for(n);
+    }
+    void visit_evaluate(const EvaluateNode* n) override {
+      auto* call = as<CallNode>(n->value);
+      if (call && call->op == kBarrierOp) found = true;
+    }
+  } finder;
+  finder.visit(s);
+  return finder.found;
+}
+
+// ---------------------------------------------------------------- planning
+
+class BarrierPlanner {
+ public:
+  BarrierPlanner(const PrimFunc& f, const KernelNode* k) {
+    for (auto& v : shape_vars(*f)) analyzer_.bind(v.get(), ConstIntBound{1, ConstIntBound::kPosInf});
+    for (size_t d = 0; d < k->block_vars.size() && d < k->grid.size(); ++d)
+      analyzer_.bind(k->block_vars[d].get(), loop_var_bound(analyzer_, make_int(0), k->grid[d]));
+    for (size_t d = 0; d < k->thread_vars.size() && d < k->threads.size(); ++d)
+      analyzer_.bind(k->thread_vars[d].get(), 0, k->threads[d]);
+    varying_.run(k);
+  }
+
+  Stmt run(const Stmt& body) {
+    AccessSet pending;
+    return plan(body, pending);
+  }
+
+ private:
+  // Where a barrier was placed: before a statement, or at the start or end of a loop's body.
+  enum class Place { Before, StartOfBody, EndOfBody };
+  using Event = std::pair<const StmtNode*, Place>;
+
+  // Plans s given the accesses pending on entry; leaves those pending after s.
+  Stmt plan(const Stmt& s, AccessSet& pending) {
+    if (!s) return s;
+    switch (s->kind) {
+      case StmtKind::Seq: return plan_seq(s, static_cast<const SeqStmtNode*>(s.get()), pending);
+      case StmtKind::For: return plan_for(s, static_cast<const ForNode*>(s.get()), pending);
+      case StmtKind::IfThenElse: return plan_if(s, static_cast<const IfThenElseNode*>(s.get()), pending);
+      case StmtKind::LetStmt: return plan_let(s, static_cast<const LetStmtNode*>(s.get()), pending);
+      case StmtKind::Allocate: return plan_allocate(s, static_cast<const AllocateNode*>(s.get()), pending);
+      case StmtKind::Kernel: return s;  // kernels do not nest
+      case StmtKind::Evaluate:
+        if (is_barrier(s)) {
+          pending.clear();
+          return s;
+        }
+        return plan_unit(s, pending);
+      default: return plan_unit(s, pending);
+    }
+  }
+
+  // Adds accesses made at `at`; returns whether a barrier must precede them.
+  bool touch(const AccessSet& accesses, const StmtNode* at, AccessSet& pending) {
+    bool barrier = conflicts(accesses, pending);
+    if (barrier) {
+      events_.push_back({at, Place::Before});
+      pending.clear();
+    }
+    merge(pending, accesses);
+    return barrier;
+  }
+
+  AccessSet collect(const Stmt& s) {
+    AccessCollector c(analyzer_);
+    c.visit(s);
+    return std::move(c.accesses);
+  }
+  AccessSet collect(const std::vector<Expr>& exprs) {
+    AccessCollector c(analyzer_);
+    for (auto& e : exprs) c.visit(e);
+    return std::move(c.accesses);
+  }
+
+  Stmt with_barrier_before(bool barrier, const Stmt& s, Span span) {
+    return barrier ? make_seq({make_barrier(span), s}, span) : s;
+  }
+
+  Stmt plan_unit(const Stmt& s, AccessSet& pending) {
+    return with_barrier_before(touch(collect(s), s.get(), pending), s, s->span);
+  }
+
+  Stmt plan_seq(const Stmt& s, const SeqStmtNode* n, AccessSet& pending) {
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (auto& c : n->seq) {
+      out.push_back(plan(c, pending));
+      changed = changed || out.back() != c;
+    }
+    return changed ? make_seq(std::move(out), n->span) : s;
+  }
+
+  Stmt plan_let(const Stmt& s, const LetStmtNode* n, AccessSet& pending) {
+    bool barrier = touch(collect({n->value}), s.get(), pending);
+    ScopedBind bind(analyzer_, n->var, analyzer_.const_int_bound(n->value));
+    Stmt body = plan(n->body, pending);
+    Stmt out = body == n->body ? s : std::make_shared<LetStmtNode>(n->var, n->value, body, n->span);
+    return with_barrier_before(barrier, out, n->span);
+  }
+
+  Stmt plan_allocate(const Stmt& s, const AllocateNode* n, AccessSet& pending) {
+    auto init = n->attrs.find("init");
+    bool barrier = init != n->attrs.end() && std::holds_alternative<Expr>(init->second) &&
+                   touch(collect({std::get<Expr>(init->second)}), s.get(), pending);
+    Stmt body = plan(n->body, pending);
+    Stmt out = body == n->body ? s : std::make_shared<AllocateNode>(n->buffer, body, n->attrs, n->span);
+    return with_barrier_before(barrier, out, n->span);
+  }
+
+  // A trial run: the barriers s would get from this pending set, and the set left after.
+  struct Trial {
+    std::vector<Event> events;
+    AccessSet after;
+  };
+  Trial trial(const Stmt& s, AccessSet pending) {
+    size_t mark = events_.size();
+    plan(s, pending);
+    Trial t{std::vector<Event>(events_.begin() + static_cast<std::ptrdiff_t>(mark), events_.end()),
+            std::move(pending)};
+    events_.resize(mark);
+    return t;
+  }
+  // Whether entering s with `pending` needs a barrier that entering with nothing does not.
+  // (Accesses that only meet an existing barrier's conflicts change nothing.)
+  bool entry_needs_barrier(const Stmt& s, const AccessSet& pending, const std::vector<Event>& clean) {
+    return !pending.empty() && trial(s, pending).events != clean;
+  }
+
+  Stmt plan_for(const Stmt& s, const ForNode* n, AccessSet& pending) {
+    bool cooperative = n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Vectorized;
+    bool varying_bounds = varying_.varying(n->min) || varying_.varying(n->extent);
+    if (cooperative || varying_bounds || !has_cooperative_work(n->body)) return plan_unit(s, pending);
+
+    // The bounds are read once, on entry, before the first iteration.
+    AccessSet header = collect({n->min, n->extent});
+    bool may_not_run = analyzer_.const_int_bound(n->extent).min < 1;
+    ScopedBind bind(analyzer_, n->var, loop_var_bound(analyzer_, n->min, n->extent));
+
+    // One iteration from a clean start; its tail meets the head of the next iteration.
+    Trial clean = trial(n->body, {});
+    bool carried = entry_needs_barrier(n->body, clean.after, clean.events);
+    // Hazards from before the loop into its first iteration: one barrier, run once.
+    bool barrier_before = conflicts(header, pending) || entry_needs_barrier(n->body, pending, clean.events);
+    if (barrier_before) {
+      events_.push_back({n, Place::Before});
+      pending.clear();
+    }
+    merge(pending, header);
+    // Only when the body writes what the bounds read: a barrier heads every iteration, and
+    // then covers the loop-carried hazards too.
+    bool barrier_at_start = !header.empty() && entry_needs_barrier(n->body, pending, clean.events);
+    if (barrier_at_start) {
+      events_.push_back({n, Place::StartOfBody});
+      pending.clear();
+      carried = false;
+    }
+
+    AccessSet on_entry = pending;
+    if (!carried && !barrier_at_start) merge(pending, clean.after);  // later iterations start so
+    Stmt body = plan(n->body, pending);
+    if (barrier_at_start) body = make_seq({make_barrier(n->span), body}, n->span);
+    if (carried) {
+      events_.push_back({n, Place::EndOfBody});
+      body = make_seq({body, make_barrier(n->span)}, n->span);
+      pending.clear();
+    }
+    if (may_not_run) merge(pending, on_entry);
+
+    Stmt loop = body == n->body ? s
+                                : std::make_shared<ForNode>(n->var, n->min, n->extent, n->for_kind, body,
+                                                            n->attrs, n->span);
+    return with_barrier_before(barrier_before, loop, n->span);
+  }
+
+  Stmt plan_if(const Stmt& s, const IfThenElseNode* n, AccessSet& pending) {
+    if (varying_.varying(n->cond)) return plan_unit(s, pending);  // threads may disagree
+
+    // The condition is read before either branch. A barrier both branches would need on
+    // entry is placed once, before the if.
+    AccessSet cond = collect({n->cond});
+    bool barrier_before = conflicts(cond, pending);
+    if (!barrier_before && n->else_case && !pending.empty()) {
+      barrier_before = entry_needs_barrier(n->then_case, pending, trial(n->then_case, {}).events) &&
+                       entry_needs_barrier(n->else_case, pending, trial(n->else_case, {}).events);
+    }
+    if (barrier_before) {
+      events_.push_back({n, Place::Before});
+      pending.clear();
+    }
+    merge(pending, cond);
+
+    AccessSet else_pending = pending;
+    Stmt then_case = plan(n->then_case, pending);
+    Stmt else_case = n->else_case ? plan(n->else_case, else_pending) : nullptr;
+    merge(pending, else_pending);
+
+    Stmt out = then_case == n->then_case && else_case == n->else_case
+                   ? s
+                   : std::make_shared<IfThenElseNode>(n->cond, then_case, else_case, n->span);
+    return with_barrier_before(barrier_before, out, n->span);
+  }
+
+  arith::Analyzer analyzer_;
+  VaryingAnalysis varying_;
+  std::vector<Event> events_;  // barriers placed so far, in order (compared by trials)
+};
+
+class KernelBarriers : public IRMutator {
+ public:
+  explicit KernelBarriers(const PrimFunc& f) : func_(f) {}
+
+ protected:
+  Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
+    Stmt body = BarrierPlanner(func_, n).run(n->body);
+    if (body == n->body) return s;
+    return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, n->threads, body, n->span);
+  }
+
+ private:
+  const PrimFunc& func_;
+};
+
+}  // namespace
+
+PrimFunc insert_barriers(const PrimFunc& f) {
+  Stmt body = KernelBarriers(f).mutate(f->body);
+  return body == f->body ? f : with_body(f, body);
+}
+
+}  // namespace tl
