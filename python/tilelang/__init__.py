@@ -17,10 +17,12 @@ __all__ = ["jit", "compile", "JITKernel", "language", "errors", "do_bench", "low
 
 
 def lower(func, target="auto"):
-    """The IR of func after the target's lowering pipeline, printed (no compilation)."""
-    return _C.lower(func.handle, _C.normalise_target(target)).script()
+    """The IR of func after the target's lowering pipeline, printed (no compilation; a
+    target such as "cuda -arch=sm_90a" needs no device)."""
+    from .jit.backends import resolve_target
+    return _C.lower(func.handle, resolve_target(target)).script()
 
 
 def cuda_available() -> bool:
-    """Whether a CUDA back end and device are usable (not in this build)."""
-    return False
+    """Whether a CUDA device and driver are usable."""
+    return _C.cuda_device_available()

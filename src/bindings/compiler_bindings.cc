@@ -8,11 +8,13 @@
 
 #include "bindings/handles.h"
 #include "codegen/cpu/codegen_cpu.h"
+#include "codegen/cuda/codegen_cuda.h"
 #include "ir/error.h"
 #include "runtime/host_compiler.h"
 #include "runtime/host_module.h"
 #include "target/target.h"
 #include "transform/pipeline/cpu.h"
+#include "transform/pipeline/cuda.h"
 
 namespace tl::py {
 namespace {
@@ -66,10 +68,15 @@ void bind_compiler(nb::module_& m) {
   m.def("normalise_target", [](const std::string& s) { return Target::parse(s).str(); });
   m.def("lower", [](const PyFunc& f, const std::string& target) {
     Target t = Target::parse(target);
-    return PyFunc{lower_for_cpu(f.f, t)};
+    return PyFunc{t.kind == "cuda" ? lower_for_cuda(f.f, t) : lower_for_cpu(f.f, t)};
   });
   m.def("codegen", [](const PyFunc& f, const std::string& target) {
-    Target::parse(target);
+    Target t = Target::parse(target);
+    if (t.kind == "cuda") {
+      CudaCodegenOptions opts;
+      if (!t.arch.empty()) opts.arch = t.arch;
+      return codegen_cuda(f.f, opts);
+    }
     return codegen_cpu(f.f);
   });
   m.def("host_compiler_id", []() { return host_compiler_id(); });

@@ -42,4 +42,5 @@ NB_MODULE(_C, m) {
   nanobind::register_exception_translator(tl::py::translate);
   tl::py::bind_ir(m);
   tl::py::bind_compiler(m);
+  tl::py::bind_cuda(m);
 }

@@ -3,6 +3,7 @@
 #include "ir/error.h"
 #include "ir/op.h"
 #include "op/region.h"
+#include "op/thread_context.h"
 
 namespace tl {
 namespace {
@@ -32,18 +33,33 @@ Stmt lower_atomic(const TileOpNode& op, LowerContext& ctx) {
   return loops.wrap(update, ForKind::Parallel);
 }
 
+Stmt lower_atomic_threads(const TileOpNode& op, ThreadContext& ctx) {
+  require_regions(op, 2, op_name(op));
+  const BufferRegion &dst = op.regions[0], &src = op.regions[1];
+  Span sp = op.span;
+  const BufferRegion& driver = ctx.layout_of(src.buffer) ? src : dst;
+  return ctx.over_points(op_name(op), driver, matched_extents(dst, src), [&](const std::vector<Expr>& point) {
+    auto dst_idx = region_indices(dst, point, sp);
+    auto src_idx = region_indices(src, point, sp);
+    Expr value = cast(dst.buffer->dtype, guarded_load(src, src_idx, ctx.analyzer, sp), sp);
+    Expr call = std::make_shared<CallNode>(DataType::Void(), op.op,
+                                           std::vector<Expr>{make_load(dst.buffer, dst_idx, sp), value}, sp);
+    return guard(in_bounds(dst, dst_idx, ctx.analyzer, sp), std::make_shared<EvaluateNode>(call, sp), sp);
+  }, sp);
+}
+
 }  // namespace
 
 const TileOpDef& atomic_add_op() {
-  static const TileOpDef def{"atomic_add", check_atomic, lower_atomic};
+  static const TileOpDef def{"atomic_add", check_atomic, lower_atomic, lower_atomic_threads};
   return def;
 }
 const TileOpDef& atomic_max_op() {
-  static const TileOpDef def{"atomic_max", check_atomic, lower_atomic};
+  static const TileOpDef def{"atomic_max", check_atomic, lower_atomic, lower_atomic_threads};
   return def;
 }
 const TileOpDef& atomic_min_op() {
-  static const TileOpDef def{"atomic_min", check_atomic, lower_atomic};
+  static const TileOpDef def{"atomic_min", check_atomic, lower_atomic, lower_atomic_threads};
   return def;
 }
 

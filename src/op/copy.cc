@@ -2,6 +2,7 @@
 #include "ir/error.h"
 #include "ir/op.h"
 #include "op/region.h"
+#include "op/thread_context.h"
 
 namespace tl {
 namespace {
@@ -31,10 +32,31 @@ Stmt lower_copy(const TileOpNode& op, LowerContext& ctx) {
   return loops.wrap(store, ForKind::Parallel);
 }
 
+// One thread's share: the elements it owns of the fragment side (the layout decides), or
+// a default share of the tile when neither side is a fragment.
+Stmt lower_copy_threads(const TileOpNode& op, ThreadContext& ctx) {
+  require_regions(op, 2, kOpName);
+  const BufferRegion& src = op.regions[0];
+  const BufferRegion& dst = op.regions[1];
+  const TilePartition *ls = ctx.layout_of(src.buffer), *ld = ctx.layout_of(dst.buffer);
+  if (ls && ld && !(*ls == *ld))
+    fail(ErrorKind::Layout, op.span,
+         std::string(kOpName) + ": fragments " + src.buffer->name + " (" + ls->str() + ") and " +
+             dst.buffer->name + " (" + ld->str() + ") are spread over the threads differently",
+         "copy through a shared buffer");
+  const BufferRegion& driver = ld ? dst : (ls ? src : dst);
+  return ctx.over_points(kOpName, driver, matched_extents(src, dst), [&](const std::vector<Expr>& point) {
+    auto src_indices = region_indices(src, point, op.span);
+    auto dst_indices = region_indices(dst, point, op.span);
+    Expr value = guarded_load(src, src_indices, ctx.analyzer, op.span);
+    return guarded_store(dst, value, dst_indices, ctx.analyzer, op.span);
+  }, op.span);
+}
+
 }  // namespace
 
 const TileOpDef& copy_op() {
-  static const TileOpDef def{"copy", check_copy, lower_copy};
+  static const TileOpDef def{"copy", check_copy, lower_copy, lower_copy_threads};
   return def;
 }
 

@@ -2,6 +2,7 @@
 #include "ir/error.h"
 #include "ir/op.h"
 #include "op/region.h"
+#include "op/thread_context.h"
 
 namespace tl {
 namespace {
@@ -32,10 +33,19 @@ Stmt lower_fill(const TileOpNode& op, LowerContext& ctx) {
   return loops.wrap(guarded_store(dst, value, indices, ctx.analyzer, op.span), ForKind::Parallel);
 }
 
+Stmt lower_fill_threads(const TileOpNode& op, ThreadContext& ctx) {
+  require_regions(op, 1, kOpName);
+  const BufferRegion& dst = op.regions[0];
+  Expr value = cast(dst.buffer->dtype, op.args.at(0), op.span);
+  return ctx.over_points(kOpName, dst, squeezed_extents(dst), [&](const std::vector<Expr>& point) {
+    return guarded_store(dst, value, region_indices(dst, point, op.span), ctx.analyzer, op.span);
+  }, op.span);
+}
+
 }  // namespace
 
 const TileOpDef& fill_op() {
-  static const TileOpDef def{"fill", check_fill, lower_fill};
+  static const TileOpDef def{"fill", check_fill, lower_fill, lower_fill_threads};
   return def;
 }
 

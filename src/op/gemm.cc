@@ -5,6 +5,7 @@
 #include "ir/error.h"
 #include "ir/op.h"
 #include "op/region.h"
+#include "op/thread_context.h"
 
 namespace tl {
 namespace {
@@ -167,10 +168,78 @@ Stmt lower_gemm(const TileOpNode& op, LowerContext& ctx) {
   return li.wrap(lj.wrap(per_elem, ForKind::Serial), ForKind::Serial);
 }
 
+// SIMT: every thread computes the elements of C it owns (C's layout decides which), reading
+// A and B from shared memory. Tensor-core instructions replace this as other instruction
+// choices with their own C layouts.
+Stmt lower_gemm_threads(const TileOpNode& op, ThreadContext& ctx) {
+  GemmShape g = gemm_shape(op);
+  const BufferRegion &ra = op.regions[0], &rb = op.regions[1], &rc = op.regions[2];
+  Span sp = op.span;
+  if (!ctx.layout_of(rc.buffer))
+    fail(ErrorKind::Unsupported, sp,
+         std::string(kOpName) + ": the accumulator " + rc.buffer->name + " is in scope '" + rc.buffer->scope +
+             "'; on target " + ctx.target.kind + " it must be a fragment",
+         "allocate C with T.alloc_fragment");
+  if (!const_int(g.k))
+    fail(ErrorKind::Unsupported, sp, std::string(kOpName) + ": K must be a constant on target " + ctx.target.kind);
+  // An operand held in a fragment is staged through shared memory: every thread needs whole
+  // rows (columns) of it, which other threads hold.
+  std::vector<Stmt> staging;
+  BufferRegion sa = ra, sb = rb;
+  for (BufferRegion* r : {&sa, &sb}) {
+    if (!ctx.layout_of(r->buffer)) continue;
+    Buffer stage = make_buffer(r->buffer->name + "_stage", r->buffer->dtype, r->buffer->shape, scope::kShared, sp);
+    ctx.scratch.push_back(stage);
+    BufferRegion whole = full_region(r->buffer, sp);
+    BufferRegion dst = full_region(stage, sp);
+    staging.push_back(ctx.over_points(kOpName, whole, squeezed_extents(whole), [&](const std::vector<Expr>& pt) {
+      return std::make_shared<BufferStoreNode>(stage, make_load(r->buffer, region_indices(whole, pt, sp), sp),
+                                               region_indices(dst, pt, sp), sp);
+    }, sp));
+    BufferRegion moved = *r;
+    moved.buffer = stage;
+    *r = moved;
+  }
+  Stmt sync = std::make_shared<EvaluateNode>(
+      std::make_shared<CallNode>(DataType::Void(), "sync_threads", std::vector<Expr>{}, sp), sp);
+  Operand oa{&sa, g.a.dim0, g.a.dim1}, ob{&sb, g.b.dim0, g.b.dim1};
+  DataType acc_t = rc.buffer->dtype;
+  bool clear = attr_int(op, "clear_accum", 0) != 0;
+  std::vector<int> c_dims = non_unit_dims(rc);
+  Stmt compute = ctx.over_points(kOpName, rc, squeezed_extents(rc), [&](const std::vector<Expr>& point) {
+    // The point runs over C's non-unit dimensions; a unit row or column stays at 0.
+    Expr i = make_int(0), j = make_int(0);
+    for (size_t p = 0; p < c_dims.size(); ++p) (c_dims[p] == g.c.dim0 ? i : j) = point[p];
+    LoopNest lk({g.k}, ctx.analyzer, sp, "", {"k"});
+    const Expr& k = lk.vars()[0];
+    auto ia = g.trans_a ? operand_indices(oa, k, i, sp) : operand_indices(oa, i, k, sp);
+    auto ib = g.trans_b ? operand_indices(ob, j, k, sp) : operand_indices(ob, k, j, sp);
+    Expr prod = mul(cast(acc_t, guarded_load(sa, ia, ctx.analyzer, sp), sp),
+                    cast(acc_t, guarded_load(sb, ib, ctx.analyzer, sp), sp), sp);
+    auto ic = operand_indices(g.c, i, j, sp);
+    Buffer acc = make_scalar_buffer(rc.buffer->name + "_acc", acc_t, sp);
+    std::vector<Expr> at0 = {make_int(0)};
+    Expr acc_val = make_load(acc, at0, sp);
+    Expr start = clear ? cast(acc_t, make_int(0), sp) : make_load(rc.buffer, ic, sp);
+    Stmt init = std::make_shared<BufferStoreNode>(acc, start, at0, sp);
+    Stmt step = std::make_shared<BufferStoreNode>(acc, add(acc_val, prod, sp), at0, sp);
+    Stmt write = std::make_shared<BufferStoreNode>(rc.buffer, acc_val, ic, sp);
+    return std::make_shared<AllocateNode>(acc, make_seq({init, lk.wrap(step, ForKind::Serial), write}, sp),
+                                          Attrs{}, sp);
+  }, sp);
+  if (staging.empty()) return compute;
+  // Staged operands are complete before anyone reads them, and read before the next use
+  // of the staging buffer overwrites them.
+  staging.push_back(sync);
+  staging.push_back(compute);
+  staging.push_back(sync);
+  return make_seq(staging, sp);
+}
+
 }  // namespace
 
 const TileOpDef& gemm_op() {
-  static const TileOpDef def{"gemm", check_gemm, lower_gemm};
+  static const TileOpDef def{"gemm", check_gemm, lower_gemm, lower_gemm_threads};
   return def;
 }
 

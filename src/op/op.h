@@ -16,12 +16,18 @@ struct LowerContext {
   arith::Analyzer& analyzer;  // knows the ranges of enclosing loop / block variables
 };
 
+struct ThreadContext;  // op/thread_context.h
+
 struct TileOpDef {
   const char* name;
   // Throws CompileError (Shape, Type, Bounds, ...) at op.span for a bad use.
   void (*check)(const TileOpNode& op, arith::Analyzer& analyzer);
-  // Lowers to loops, loads and stores (no TileOpNode in the result).
+  // Lowers to loops, loads and stores at tile level (no TileOpNode in the result): the
+  // whole block runs the loops as one program (the CPU back end).
   Stmt (*lower)(const TileOpNode& op, LowerContext& ctx);
+  // Lowers to the code one thread runs (GPU back ends), following the layouts that
+  // layout inference chose; null when the operator has no thread-level lowering yet.
+  Stmt (*lower_threads)(const TileOpNode& op, ThreadContext& ctx) = nullptr;
 };
 
 // nullptr when there is no such operator.

@@ -1,10 +1,12 @@
 // T.reduce_{sum,max,min,abssum,absmax}(src, dst, dim, clear): dst = reduction of src over
 // dimension dim; with clear=False the result is combined with what dst holds.
 #include <cmath>
+#include <functional>
 
 #include "ir/error.h"
 #include "ir/op.h"
 #include "op/region.h"
+#include "op/thread_context.h"
 
 namespace tl {
 namespace {
@@ -142,10 +144,137 @@ Stmt lower_reduce(const TileOpNode& op, LowerContext& ctx) {
   return outer.wrap(std::make_shared<AllocateNode>(acc, body, Attrs{}, sp), ForKind::Parallel);
 }
 
+// On threads: the reduced tile is a fragment spread as a grid. Reducing the last dimension,
+// each thread folds the elements of its rows it owns, then the threads sharing a row (a
+// group of consecutive lanes) combine by butterfly shuffles, so every one of them holds the
+// row's result (dst is row-replicated). Reducing the first dimension of a 2-D tile, each
+// thread folds its rows per column, and the row groups combine through shared memory.
+Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
+  require_regions(op, 2, "T.reduce");
+  ReduceKind kind = reduce_kind(op);
+  int dim = reduce_dim(op);
+  bool keep = keeps_dim(op, dim, ctx.analyzer);
+  bool clear = attr_int(op, "clear", 1) != 0;
+  const BufferRegion &src = op.regions[0], &dst = op.regions[1];
+  DataType t = dst.buffer->dtype;
+  Span sp = op.span;
+  const TilePartition* layout = ctx.layout_of(src.buffer);
+  int rank = int(src.ranges.size());
+  bool last = dim == rank - 1;
+  if (!layout || !ctx.layout_of(dst.buffer) || layout->kind() != TilePartition::Kind::Grid || !layout->is_2d() ||
+      !(last || (dim == 0 && rank == 2)))
+    fail(ErrorKind::Unsupported, sp,
+         op_name(op) + " on target " + ctx.target.kind + " reduces fragments of rank >= 2 over their last "
+             "dimension (or the first of a 2-D one); got " + region_str(src) + " in scope " + src.buffer->scope +
+             " over dim " + std::to_string(dim),
+         "allocate the source and destination with T.alloc_fragment");
+  const TilePartition& p = *layout;
+  Expr tid = ctx.thread;
+  auto c = [](int64_t v) { return make_int(v); };
+  auto loop = [&](const std::string& name, int64_t extent, const std::function<Stmt(const Expr&)>& body) {
+    Var v = make_var(name, DataType::Int(32), sp);
+    ctx.analyzer.bind(v.get(), 0, extent);
+    Stmt b = body(v);
+    ctx.analyzer.unbind(v.get());
+    return Stmt(std::make_shared<ForNode>(v, c(0), c(extent), ForKind::Unrolled, b, Attrs{}, sp));
+  };
+  auto both = [&](Expr a, Expr b) { return a ? (b ? land(a, b, sp) : a) : b; };
+  std::vector<int64_t> leading;
+  for (int d = 0; d + 1 < rank; ++d) leading.push_back(*const_int(src.buffer->shape[d]));
+  auto row_index = [&](const Expr& row) {  // logical indices of a flat row of the grid
+    std::vector<Expr> out(leading.size());
+    Expr rest = row;
+    for (size_t d = leading.size(); d-- > 0;) {
+      out[d] = d == 0 ? rest : floormod(rest, c(leading[d]), sp);
+      rest = floordiv(rest, c(leading[d]), sp);
+    }
+    return out;
+  };
+  auto element = [&](const std::vector<Expr>& idx) {
+    Expr x = cast(t, make_load(src.buffer, idx, sp), sp);
+    return (kind == ReduceKind::AbsSum || kind == ReduceKind::AbsMax) ? call("abs", {x}, sp) : x;
+  };
+  auto finish = [&](const std::vector<Expr>& dst_idx, const Expr& total) -> Stmt {
+    Expr result = clear ? total : combine(kind, make_load(dst.buffer, dst_idx, sp), total, sp);
+    return std::make_shared<BufferStoreNode>(dst.buffer, result, dst_idx, sp);
+  };
+  Stmt sync = std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), "sync_threads",
+                                                                        std::vector<Expr>{}, sp), sp);
+  Buffer acc = make_scalar_buffer(dst.buffer->name + "_red", t, sp);
+  std::vector<Expr> at0 = {c(0)};
+  Expr acc_val = make_load(acc, at0, sp);
+  auto set_acc = [&](Expr v) -> Stmt { return std::make_shared<BufferStoreNode>(acc, v, at0, sp); };
+  Expr group_lane = floormod(tid, c(p.group()), sp), group_row = floordiv(tid, c(p.group()), sp);
+
+  if (last) {
+    return loop("rr", p.rows_per_thread(), [&](const Expr& r) {
+      Expr row = add(mul(r, c(p.row_groups()), sp), group_row, sp);
+      Expr row_ok = p.rows() % p.row_groups() ? lt(row, c(p.rows()), sp) : nullptr;
+      Stmt fold = loop("rc", p.chunks_per_thread(), [&](const Expr& cc) {
+        Expr chunk = add(mul(cc, c(p.group()), sp), group_lane, sp);
+        Expr ok = both(row_ok, p.chunks() % p.group() ? lt(chunk, c(p.chunks()), sp) : nullptr);
+        return loop("rv", p.vec(), [&](const Expr& vv) {
+          std::vector<Expr> idx = row_index(row);
+          idx.push_back(add(mul(chunk, c(p.vec()), sp), vv, sp));
+          return guard(ok, set_acc(combine(kind, acc_val, element(idx), sp)), sp);
+        });
+      });
+      std::vector<Stmt> steps = {set_acc(identity(kind, t, sp)), fold};
+      // Every lane takes part in the shuffles, also those whose row is past the end.
+      for (int64_t m = p.group() / 2; m >= 1; m /= 2) {
+        Expr other = std::make_shared<CallNode>(t, "shfl_xor", std::vector<Expr>{acc_val, c(m), c(32)}, sp);
+        steps.push_back(set_acc(combine(kind, acc_val, other, sp)));
+      }
+      std::vector<Expr> dst_idx = row_index(row);
+      if (keep) dst_idx.push_back(c(0));
+      steps.push_back(guard(row_ok, finish(dst_idx, acc_val), sp));
+      return std::make_shared<AllocateNode>(acc, make_seq(steps, sp), Attrs{}, sp);
+    });
+  }
+
+  // dim == 0 of a 2-D tile: per column, fold this thread's rows, then across row groups.
+  Buffer partial = make_buffer(dst.buffer->name + "_partial", t, {c(p.row_groups()), c(p.cols())},
+                               "shared", sp);
+  auto over_columns = [&](const std::function<Stmt(const Expr& col, const Expr& ok)>& body) {
+    return loop("rc", p.chunks_per_thread(), [&](const Expr& cc) {
+      Expr chunk = add(mul(cc, c(p.group()), sp), group_lane, sp);
+      Expr ok = p.chunks() % p.group() ? lt(chunk, c(p.chunks()), sp) : nullptr;
+      return loop("rv", p.vec(), [&](const Expr& vv) { return body(add(mul(chunk, c(p.vec()), sp), vv, sp), ok); });
+    });
+  };
+  auto dst_index = [&](const Expr& col) {
+    return keep ? std::vector<Expr>{c(0), col} : std::vector<Expr>{col};
+  };
+  Stmt fold = over_columns([&](const Expr& col, const Expr& ok) {
+    Stmt rows = loop("rr", p.rows_per_thread(), [&](const Expr& r) {
+      Expr row = add(mul(r, c(p.row_groups()), sp), group_row, sp);
+      Expr row_ok = p.rows() % p.row_groups() ? lt(row, c(p.rows()), sp) : nullptr;
+      return guard(row_ok, set_acc(combine(kind, acc_val, element({row, col}), sp)), sp);
+    });
+    Stmt out = p.row_groups() == 1 ? finish(dst_index(col), acc_val)
+                                   : std::make_shared<BufferStoreNode>(partial, acc_val,
+                                                                       std::vector<Expr>{group_row, col}, sp);
+    Stmt body = make_seq({set_acc(identity(kind, t, sp)), rows, out}, sp);
+    return guard(ok, std::make_shared<AllocateNode>(acc, body, Attrs{}, sp), sp);
+  });
+  if (p.row_groups() == 1) return fold;
+  Stmt gather = over_columns([&](const Expr& col, const Expr& ok) {
+    Stmt sum = loop("rq", p.row_groups(), [&](const Expr& q) {
+      return set_acc(combine(kind, acc_val, make_load(partial, {q, col}, sp), sp));
+    });
+    Stmt body = make_seq({set_acc(identity(kind, t, sp)), sum, finish(dst_index(col), acc_val)}, sp);
+    return guard(ok, std::make_shared<AllocateNode>(acc, body, Attrs{}, sp), sp);
+  });
+  ctx.scratch.push_back(partial);
+  // The second barrier keeps a later reduction (the next loop iteration) from overwriting
+  // partial results still being read.
+  return make_seq({fold, sync, gather, sync}, sp);
+}
+
 }  // namespace
 
 const TileOpDef& reduce_op() {
-  static const TileOpDef def{"reduce", check_reduce, lower_reduce};
+  static const TileOpDef def{"reduce", check_reduce, lower_reduce, lower_reduce_threads};
   return def;
 }
 

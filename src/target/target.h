@@ -5,14 +5,15 @@
 namespace tl {
 
 struct Target {
-  std::string kind = "cpu";  // "cpu" (later: "cuda", "hip", "webgpu", "metal")
-  std::string arch;          // e.g. "x86-64" / "sm_90a"
+  std::string kind = "cpu";  // "cpu" or "cuda" (later: "hip", "webgpu", "metal")
+  std::string arch;          // "host" for the CPU; "sm_90a", "sm_80"... for CUDA (empty: the device's)
   int max_threads_per_block = 1024;
 
-  // Parses a target string: "cpu", "c", "llvm" (CPU), "auto". Throws CompileError
-  // (Unsupported) for a back end this build does not have.
+  // Parses a target string: "cpu" (aliases "c", "llvm"), "cuda", "cuda -arch=sm_90a".
+  // "auto" is resolved by the front end (a GPU when one is present). Throws
+  // CompileError(Unsupported) for a back end this build does not have.
   static Target parse(const std::string& s);
-  std::string str() const { return kind; }
+  std::string str() const;
 };
 
 }  // namespace tl

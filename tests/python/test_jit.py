@@ -159,9 +159,20 @@ def test_kernel_source_and_lower(cache_dir):
     assert "T.Kernel" in lowered and "T.copy" not in lowered
 
 
-def test_gpu_target_is_a_clear_error():
-    with pytest.raises(TileLangUnsupportedError, match="target 'cuda' is not available"):
+@pytest.mark.skipif(tilelang.cuda_available(), reason="the error is for machines without a CUDA device")
+def test_cuda_target_without_a_device_is_a_clear_error():
+    with pytest.raises(TileLangUnsupportedError, match="target 'cuda' needs a CUDA device"):
         tilelang.compile(scale_kernel(64, 1.0), target="cuda")
+
+
+def test_cuda_source_without_a_device():
+    lowered = tilelang.lower(scale_kernel(300, 2.0), target="cuda -arch=sm_90a")
+    assert "T.get_thread_binding" in lowered and "T.Parallel" not in lowered
+
+
+def test_unknown_target_lists_the_known_ones():
+    with pytest.raises(TileLangUnsupportedError, match="unknown target 'cudaa'"):
+        tilelang.compile(scale_kernel(64, 1.0), target="cudaa")
 
 
 def test_pass_configs(cache_dir):

@@ -9,9 +9,9 @@ import numpy as np
 
 from .. import _C
 from ..dtypes import numpy_dtype
-from ..errors import TileLangError
 from . import cache
 from .adapter import Binder, allocate, shape_text, view_of
+from .backends import backend_for, resolve_target
 
 _PACKAGE_VERSION = "0.1.0"
 _memory_cache = {}
@@ -58,6 +58,25 @@ def _normalise_out_idx(out_idx, n_params):
     return sorted(set(out))
 
 
+def _stage(arr, keep):
+    """Host (numpy) arrays given to a GPU kernel are copied to device memory for the call
+    and back afterwards: a convenience for tests and debugging, not a fast path."""
+    import torch
+    flat = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    dev = torch.from_numpy(flat.copy()).to("cuda")
+    keep.append((arr, dev))
+    return dev.data_ptr()
+
+
+def _unstage(keep):
+    if not keep:
+        return
+    import torch
+    torch.cuda.synchronize()
+    for arr, dev in keep:
+        arr.reshape(-1).view(np.uint8)[:] = dev.cpu().numpy()
+
+
 class JITKernel:
     """A kernel compiled for one target; call it with arrays (inputs first, outputs by out_idx)."""
 
@@ -67,7 +86,7 @@ class JITKernel:
         if not isinstance(func, PrimFunc):
             raise TypeError(f"tilelang.compile expects a @T.prim_func, got {type(func).__name__}")
         self.prim_func = func
-        self.target = _C.normalise_target(target if isinstance(target, str) else str(target))
+        self.target = resolve_target(target)
         self.pass_configs = dict(pass_configs or {})
         for key in self.pass_configs:
             if not str(key).startswith("tl."):
@@ -88,51 +107,26 @@ class JITKernel:
     # ------------------------------------------------------------------ compile
     def _compile(self):
         t0 = time.perf_counter()
-        script = self.prim_func.script()
+        self._backend = backend_for(self.target)
         parts = {
-            "ir": script,
+            "ir": self.prim_func.script(),
             "ir_hash": self.prim_func.handle.structural_hash(),
             "target": self.target,
-            "compiler": _C.host_compiler_id(),
+            "compiler": self._backend.compiler_id(),
             "flags": self.compile_flags,
             "pass_configs": self.pass_configs,
             "version": _PACKAGE_VERSION,
             "core": _core_identity(),
         }
         self.cache_key = cache.key_of(parts)
-        entry = f"{self.prim_func.name}_entry"
-        hit = _memory_cache.get(self.cache_key)
-        self.cache_hit = "memory" if hit else None
-        if hit is None and cache.enabled():
-            found = cache.lookup(self.cache_key)
-            if found is not None:
-                lib_path, meta = found
-                try:
-                    module = _C.HostModule(str(lib_path))
-                    source = (lib_path.parent / "kernel.cpp").read_text()
-                    hit = (module, source)
-                    self.cache_hit = "disk"
-                except (TileLangError, OSError):
-                    hit = None
-        if hit is None:
-            lowered = _C.lower(self.prim_func.handle, self.target)
-            source = _C.codegen(lowered, self.target)
-            if cache.enabled():
-                d = cache.entry_dir(self.cache_key)
-                d.mkdir(parents=True, exist_ok=True)
-            else:
-                import tempfile
-                d = Path(tempfile.mkdtemp(prefix="tilelang-"))
-            lib_path = d / "kernel.so"
-            # The compiler driver keeps the source beside the library (kernel.cpp).
-            _C.compile_host(source, str(lib_path), _include_dir(), self.compile_flags)
-            if cache.enabled():
-                cache.store_meta(self.cache_key, {"name": self.prim_func.name, "target": self.target})
-            module = _C.HostModule(str(lib_path))
-            hit = (module, source)
-        self._module, self._source = hit
-        _memory_cache[self.cache_key] = hit
-        self._entry = self._module.entry(entry)
+        executable = _memory_cache.get(self.cache_key)
+        self.cache_hit = "memory" if executable else None
+        if executable is None:
+            executable, self.cache_hit = self._backend.build(self.prim_func, self.target, self.cache_key,
+                                                             self.compile_flags, _include_dir())
+            _memory_cache[self.cache_key] = executable
+        self._executable = executable
+        self._source = executable.source
         self.compile_time = time.perf_counter() - t0
         if self.verbose:
             print(f"[tilelang] {self.prim_func.name}: {'cache ' + self.cache_hit if self.cache_hit else 'compiled'} "
@@ -140,68 +134,83 @@ class JITKernel:
 
     # ------------------------------------------------------------------ call
     def _prepare_call(self):
-        self._param_np_dtypes = []
-        for p in self.params:
-            self._param_np_dtypes.append(numpy_dtype(p.dtype))
+        self._param_np_dtypes = [numpy_dtype(p.dtype) for p in self.params]
         self._shape_var_names = [v.name for v in self._shape_vars]
 
     def __call__(self, *args, stream=None):
         name = self.prim_func.name
         n_in = len(self.input_params)
         if len(args) == len(self.params) and self.out_idx:
-            inputs_given_all = True  # outputs passed explicitly
+            outputs_given = True
         elif len(args) == n_in:
-            inputs_given_all = False
+            outputs_given = False
         else:
             names = ", ".join(p.name for p in self.input_params)
             raise TypeError(f"{name}() takes {n_in} argument(s) ({names}), got {len(args)}")
+        device = self._backend.device
         binder = Binder(name)
-        ptrs = [0] * (len(self.params) + len(self._shape_vars))
+        values = {}  # param index -> pointer (buffers) or Python number (scalars)
         keep = []
         lib, like = "numpy", None
         arg_iter = iter(args)
-        views = {}
         for i, p in enumerate(self.params):
-            if i in self.out_idx and not inputs_given_all:
+            if i in self.out_idx and not outputs_given:
                 continue
             a = next(arg_iter)
             if p.kind == "scalar":
                 if not isinstance(a, (int, float, bool, np.integer, np.floating, np.bool_)):
                     raise TypeError(f"{name}: argument '{p.name}' must be a {p.dtype} scalar, "
                                     f"got {type(a).__name__}")
-                box = np.array([a], dtype=self._param_np_dtypes[i])
-                keep.append(box)
-                ptrs[i] = box.__array_interface__["data"][0]
+                values[i] = a
+                binder.values.setdefault(p.name, a)
                 continue
             v = view_of(a, p.name)
             if v.lib == "torch":
                 lib, like = "torch", a
-            self._check_buffer_arg(binder, p, v)
-            views[i] = v
-            ptrs[i] = v.ptr
+            staged = device == "cuda" and v.device == "cpu" and v.lib == "numpy"
+            self._check_buffer_arg(binder, p, v, "cpu" if staged else device)
+            values[i] = _stage(v.obj, keep) if staged else v.ptr
         binder.finish()
         outputs = []
-        if not inputs_given_all:
+        if not outputs_given:
             for i in self.out_idx:
                 p = self.params[i]
                 shape = tuple(binder.evaluate(e) for e in p.shape)
                 out = allocate(lib, shape, p.dtype, like)
                 outputs.append(out)
-                ptrs[i] = view_of(out, p.name).ptr
-        shape_values = np.array([binder.values.get(n, 0) for n in self._shape_var_names], dtype=np.int64)
-        base = shape_values.__array_interface__["data"][0]
-        for k in range(len(self._shape_vars)):
-            ptrs[len(self.params) + k] = base + 8 * k
-        self._entry(ptrs)
+                v = view_of(out, p.name)
+                values[i] = _stage(out, keep) if device == "cuda" and v.lib == "numpy" else v.ptr
+        shapes = {n: binder.values.get(n, 0) for n in self._shape_var_names}
+        if device == "cuda":
+            if stream is None and lib == "torch":
+                import torch
+                stream = torch.cuda.current_stream(like.device).cuda_stream
+            self._executable.run(values, shapes, int(stream or 0))
+            _unstage(keep)
+        else:
+            self._run_cpu(values, shapes, keep)
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else outputs
 
-    def _check_buffer_arg(self, binder, p, v):
+    def _run_cpu(self, values, shapes, keep):
+        ptrs = []
+        for i, p in enumerate(self.params):
+            if p.kind == "scalar":
+                box = np.array([values[i]], dtype=self._param_np_dtypes[i])
+                keep.append(box)
+                ptrs.append(box.__array_interface__["data"][0])
+            else:
+                ptrs.append(values[i])
+        shape_values = np.array([shapes[n] for n in self._shape_var_names], dtype=np.int64)
+        base = shape_values.__array_interface__["data"][0]
+        self._executable.run(ptrs, [base + 8 * k for k in range(len(self._shape_var_names))])
+
+    def _check_buffer_arg(self, binder, p, v, device):
         name = self.prim_func.name
-        if v.device != "cpu":
+        if v.device != device:
             raise ValueError(f"{name}: argument '{p.name}' is on device '{v.device}', but the kernel was "
-                             f"compiled for target '{self.target}' and needs host memory")
+                             f"compiled for target '{self.target}' and needs {device} memory")
         if v.dtype != p.dtype:
             raise TypeError(f"{name}: argument '{p.name}' has dtype {v.dtype}, expected {p.dtype}")
         if len(v.shape) != len(p.shape):

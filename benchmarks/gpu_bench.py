@@ -1,0 +1,205 @@
+"""GPU benchmarks against references measured in the same run (torch.matmul / cuBLAS, torch
+SDPA with the cuDNN back end, torch softmax and copy bandwidth, Triton), then a table.
+
+    python3 benchmarks/gpu_bench.py [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+sys.path.insert(0, str(ROOT / "examples"))
+
+import tilelang  # noqa: E402
+from kernels.attention import flash_attention_fwd  # noqa: E402
+from kernels.norm import rms_norm  # noqa: E402
+from kernels.softmax import softmax  # noqa: E402
+
+ROWS = []
+
+
+def bench(fn, warmup=25, rep=100):
+    return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+
+
+def row(name, shape, ours_ms, ref_ms, ref_name, unit_fn, err=None):
+    ours, ref = unit_fn(ours_ms), unit_fn(ref_ms)
+    ROWS.append((name, shape, f"{ours:.1f}", f"{ref:.1f} ({ref_name})", f"{ref_ms / ours_ms:.2f}",
+                 "" if err is None else f"{err:.1e}"))
+
+
+def rel_err(a, b):
+    a, b = a.double(), b.double()
+    return float((a - b).norm() / b.norm())
+
+
+def gemm(sizes, dtype):
+    from gemm import matmul
+    tdt = getattr(torch, dtype)
+    for n in sizes:
+        a = torch.randn(n, n, device="cuda", dtype=tdt)
+        b = torch.randn(n, n, device="cuda", dtype=tdt)
+        k = matmul(n, n, n, block_M=64, block_N=64, block_K=32, threads=128, dtype=dtype)
+        c = k(a, b)
+        err = rel_err(c, a.float() @ b.float())
+        ours = bench(lambda: k(a, b))
+        ref = bench(lambda: torch.matmul(a, b))
+        tflops = lambda ms, n=n: 2 * n ** 3 / ms / 1e9  # noqa: E731
+        row(f"gemm {dtype}", f"{n}^3", ours, ref, "cuBLAS", tflops, err)
+        print(f"gemm {dtype} {n}: ours {tflops(ours):.1f} TFLOP/s, cuBLAS {tflops(ref):.1f}, err {err:.1e}")
+
+
+def rowwise(M, N):
+    x = torch.randn(M, N, device="cuda", dtype=torch.float32)
+    gbps = lambda ms: 2 * x.numel() * 4 / ms / 1e6  # noqa: E731 - bytes read + written
+    copy = bench(lambda: x.clone())
+    row("copy (torch clone)", f"{M}x{N}", copy, copy, "itself", gbps)
+    k = tilelang.compile(softmax(M, N, block_M=8), out_idx=[-1], target="cuda")
+    y = k(x)
+    err = rel_err(y, torch.softmax(x, dim=1))
+    row("softmax fp32", f"{M}x{N}", bench(lambda: k(x)), bench(lambda: torch.softmax(x, dim=1)), "torch", gbps, err)
+    w = torch.randn(N, device="cuda", dtype=torch.float32)
+    kn = tilelang.compile(rms_norm(M, N, block_M=8, dtype="float32"), out_idx=[-1], target="cuda")
+    ref_fn = lambda: x * torch.rsqrt(x.pow(2).mean(dim=1, keepdim=True) + 1e-6) * w  # noqa: E731
+    err = rel_err(kn(x, w), ref_fn())
+    row("rmsnorm fp32", f"{M}x{N}", bench(lambda: kn(x, w)), bench(ref_fn), "torch eager", gbps, err)
+
+
+def attention(seq, dim, causal):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    b, h = 1, 16
+    q, k_, v = (torch.randn(b, seq, h, dim, device="cuda", dtype=torch.float16) for _ in range(3))
+    kern = tilelang.compile(flash_attention_fwd(b, h, seq, dim, causal), out_idx=[-1], target="cuda")
+    out = kern(q, k_, v)
+
+    def ref():
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            return torch.nn.functional.scaled_dot_product_attention(
+                q.transpose(1, 2), k_.transpose(1, 2), v.transpose(1, 2), is_causal=causal).transpose(1, 2)
+
+    err = rel_err(out, ref())
+    flops = 4 * b * h * seq * seq * dim * (0.5 if causal else 1.0)
+    tflops = lambda ms: flops / ms / 1e9  # noqa: E731
+    row(f"attention fwd{' causal' if causal else ''}", f"s{seq} d{dim}", bench(lambda: kern(q, k_, v)),
+        bench(ref), "cuDNN SDPA", tflops, err)
+
+
+@triton.jit
+def _empty(x):
+    pass
+
+
+def launch_overhead():
+    import tilelang.language as T
+
+    @T.prim_func
+    def tiny(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                A[i] = A[i] + 1.0
+
+    k = tilelang.compile(tiny, target="cuda")
+    a = torch.zeros(128, device="cuda")
+    for f in (lambda: k(a), lambda: _empty[(1,)](a)):
+        f()
+    torch.cuda.synchronize()
+    res = []
+    for f in (lambda: k(a), lambda: _empty[(1,)](a)):
+        t0 = time.perf_counter()
+        for _ in range(2000):
+            f()
+        torch.cuda.synchronize()
+        res.append((time.perf_counter() - t0) / 2000 * 1e6)
+    ROWS.append(("host launch overhead", "us/call", f"{res[0]:.1f}", f"{res[1]:.1f} (empty Triton)",
+                 f"{res[1] / res[0]:.2f}", ""))
+
+
+@triton.jit
+def _triton_mm(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
+        y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
+        acc += tl.dot(x, y)
+    tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+
+def compile_times():
+    os.environ["TILELANG_DISABLE_CACHE"] = "1"
+    t0 = time.perf_counter()
+    tilelang.compile(_plain_gemm(), out_idx=[-1], target="cuda")
+    ours = time.perf_counter() - t0
+    os.environ.pop("TILELANG_DISABLE_CACHE")
+    a = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
+    c = torch.empty_like(a)
+    t0 = time.perf_counter()
+    _triton_mm[(8, 8)](a, a, c, 1024, 1024, 1024, BM=128, BN=128, BK=32)
+    torch.cuda.synchronize()
+    theirs = time.perf_counter() - t0
+    ROWS.append(("cold compile, GEMM", "s", f"{ours:.2f}", f"{theirs:.2f} (Triton)", f"{theirs / ours:.2f}", ""))
+
+
+def _plain_gemm():
+    import tilelang.language as T
+    M = N = K = 1024
+
+    @T.prim_func
+    def gemm_cold(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(N // 64, M // 64, threads=128) as (bx, by):
+            As = T.alloc_shared((64, 32), "float16")
+            Bs = T.alloc_shared((32, 64), "float16")
+            Cf = T.alloc_fragment((64, 64), "float32")
+            T.clear(Cf)
+            for k in T.Pipelined(K // 32, num_stages=2):
+                T.copy(A[by * 64, k * 32], As)
+                T.copy(B[k * 32, bx * 64], Bs)
+                T.gemm(As, Bs, Cf)
+            T.copy(Cf, C[by * 64, bx * 64])
+
+    return gemm_cold
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    print(torch.cuda.get_device_name(), "torch", torch.__version__, "triton", triton.__version__)
+    steps = [
+        ("compile", compile_times),
+        ("launch", launch_overhead),
+        ("gemm fp16", lambda: gemm([1024, 2048] if args.quick else [1024, 2048, 4096], "float16")),
+        ("gemm bf16", lambda: gemm([2048] if args.quick else [2048, 4096], "bfloat16")),
+        ("rowwise", lambda: rowwise(8192, 1024)),
+        ("attention", lambda: attention(1024, 64, False)),
+        ("attention causal", lambda: attention(1024, 64, True)),
+    ]
+    for name, step in steps:
+        try:
+            step()
+        except Exception as e:  # keep going: the table says what failed
+            msg = str(e).splitlines()[0][:90]
+            ROWS.append((name, "-", "FAILED", msg, "", ""))
+            print(f"[{name}] failed: {e}")
+    head = ("benchmark", "shape", "ours", "reference", "ours/ref", "rel err")
+    widths = [max(len(str(r[i])) for r in ROWS + [head]) for i in range(len(head))]
+    print()
+    print("units: TFLOP/s (gemm, attention), GB/s (copy, softmax, rmsnorm), as labelled otherwise")
+    for r in [head] + ROWS:
+        print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: build, run the C++ and Python suites on the GPU, run the
+# benchmarks against references measured in the same run, print a short table last.
+#   bash benchmarks/run_gpu.sh            (logs under $OUT when set, else build/gpu-logs)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LOGS=${OUT:-build/gpu-logs}
+mkdir -p "$LOGS"
+PY=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1 TILELANG_CACHE_DIR=${TILELANG_CACHE_DIR:-/tmp/tilelang-cache}
+
+echo "== build"
+tests=OFF
+$PY - <<'PYEOF' 2>/dev/null && tests=ON
+import ctypes.util, os, sys
+sys.exit(0 if os.path.exists("/usr/include/gtest/gtest.h") else 1)
+PYEOF
+cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v $PY)" \
+  -DTILELANG_BUILD_TESTS=$tests > "$LOGS/cmake.log" 2>&1 || { tail -30 "$LOGS/cmake.log"; exit 1; }
+cmake --build build/gpu -j"$(nproc)" > "$LOGS/build.log" 2>&1 || { grep -m20 error "$LOGS/build.log"; exit 1; }
+cp build/gpu/_C*.so python/tilelang/
+export PYTHONPATH=$PWD/python
+if [ "$tests" = ON ]; then
+  echo "== C++ tests"
+  ctest --test-dir build/gpu --output-on-failure > "$LOGS/ctest.log" 2>&1; tail -3 "$LOGS/ctest.log"
+else
+  echo "== C++ tests: skipped (no GoogleTest on this machine)"
+fi
+echo "== Python suite on cuda"
+TILELANG_TEST_TARGETS=cuda timeout 900 $PY -m pytest -q -p no:cacheprovider tests/python \
+  > "$LOGS/pytest_cuda.log" 2>&1; tail -3 "$LOGS/pytest_cuda.log"
+grep -E "^(FAILED|ERROR)" "$LOGS/pytest_cuda.log" | head -40
+echo "== benchmarks"
+$PY benchmarks/gpu_bench.py 2>&1 | tee "$LOGS/bench.log" | tail -40

@@ -1,0 +1,143 @@
+"""Per-target compilation and launch: how a lowered kernel becomes something to call.
+
+A backend builds an executable for a cache key (loading it from the disk cache when it is
+there) and runs it with the checked arguments: buffer pointers, scalar values and the
+values of the shape variables.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from .. import _C
+from ..errors import TileLangError
+from . import cache
+
+
+def _entry_dir(key: str) -> Path:
+    if cache.enabled():
+        d = cache.entry_dir(key)
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+    return Path(tempfile.mkdtemp(prefix="tilelang-"))
+
+
+class CpuExecutable:
+    """A shared object built by the host compiler; one entry taking a pointer array."""
+
+    def __init__(self, prim_func, lib_path: Path, source: str):
+        self.module = _C.HostModule(str(lib_path))
+        self.entry = self.module.entry(f"{prim_func.name}_entry")
+        self.source = source
+
+    def run(self, param_ptrs, shape_ptrs, stream=None):
+        self.entry(param_ptrs + shape_ptrs)
+
+
+class CpuBackend:
+    device = "cpu"
+
+    def compiler_id(self) -> str:
+        return _C.host_compiler_id()
+
+    def build(self, prim_func, target, key, flags, include_dir):
+        if cache.enabled():
+            found = cache.lookup(key)
+            if found is not None:
+                lib_path, _ = found
+                try:
+                    return CpuExecutable(prim_func, lib_path, (lib_path.parent / "kernel.cpp").read_text()), "disk"
+                except (TileLangError, OSError):
+                    pass
+        lowered = _C.lower(prim_func.handle, target)
+        source = _C.codegen(lowered, target)
+        lib_path = _entry_dir(key) / "kernel.so"
+        # The compiler driver keeps the source beside the library (kernel.cpp).
+        _C.compile_host(source, str(lib_path), include_dir, flags)
+        if cache.enabled():
+            cache.store_meta(key, {"name": prim_func.name, "target": target})
+        return CpuExecutable(prim_func, lib_path, source), None
+
+
+class CudaExecutable:
+    """A cubin loaded into the current context, with the launch shape of each kernel."""
+
+    def __init__(self, infos, cubin: bytes, source: str):
+        self.module = _C.CudaModule(cubin)
+        self.source = source
+        self.kernels = []
+        for info in infos:
+            fn = self.module.function(info["name"])
+            smem = int(info["dynamic_shared_bytes"])
+            if smem > 48 * 1024:
+                fn.set_max_dynamic_shared_memory(smem)
+            self.kernels.append((fn, info))
+
+    def run(self, values, shape_values, stream):
+        """values: {param index: pointer or scalar}; shape_values: {name: int}."""
+        env = dict(shape_values)
+        for fn, info in self.kernels:
+            args = []
+            for kind, name, dtype, index in info["params"]:
+                if kind == "buffer":
+                    args.append(("handle", values[index]))
+                elif kind == "scalar":
+                    args.append((dtype, values[index]))
+                else:
+                    args.append(("int64", shape_values[name]))
+            grid = [_C.eval_int(g, env) for g in info["grid"]]
+            if min(grid) <= 0:
+                continue  # an empty grid (a dynamic size of 0): nothing to launch
+            fn.launch(grid, list(info["block"]), int(info["dynamic_shared_bytes"]), stream, args)
+
+
+class CudaBackend:
+    device = "cuda"
+
+    def compiler_id(self) -> str:
+        return _C.nvrtc_id()
+
+    def build(self, prim_func, target, key, flags, include_dir):
+        lowered = _C.lower(prim_func.handle, target)
+        infos = _C.cuda_kernel_infos(lowered)
+        if cache.enabled():
+            d = cache.entry_dir(key)
+            cubin_path, meta = d / "kernel.cubin", d / "meta.json"
+            if cubin_path.exists() and meta.exists():
+                try:
+                    return CudaExecutable(infos, cubin_path.read_bytes(), (d / "kernel.cu").read_text()), "disk"
+                except (TileLangError, OSError):
+                    pass
+        source = _C.codegen(lowered, target)
+        arch = target.split("-arch=")[1].split()[0]
+        cubin = _C.nvrtc_compile(source, f"{prim_func.name}.cu", arch, [include_dir])
+        d = _entry_dir(key)
+        (d / "kernel.cu").write_text(source)
+        tmp = d / "kernel.cubin.tmp"
+        tmp.write_bytes(cubin)
+        tmp.replace(d / "kernel.cubin")
+        if cache.enabled():
+            cache.store_meta(key, {"name": prim_func.name, "target": target})
+        return CudaExecutable(infos, cubin, source), None
+
+
+def backend_for(target: str):
+    return CudaBackend() if target.startswith("cuda") else CpuBackend()
+
+
+def resolve_target(target) -> str:
+    """The canonical target string; "auto" is a GPU when one is usable, else the CPU, and
+    "cuda" without an architecture takes the device's."""
+    text = target if isinstance(target, str) else str(target)
+    if text.strip() == "auto":
+        text = "cuda" if _C.cuda_device_available() else "cpu"
+    canonical = _C.normalise_target(text)
+    if canonical == "cuda":
+        if not _C.cuda_device_available():
+            from ..errors import TileLangUnsupportedError
+            raise TileLangUnsupportedError(
+                f"target 'cuda' needs a CUDA device ({_C.cuda_unavailable_reason()})", None, None,
+                "give an architecture (target=\"cuda -arch=sm_90a\") to generate code without a device, "
+                "or use target=\"cpu\"")
+        canonical = f"cuda -arch={_C.cuda_device_arch(0)}"
+    return canonical

@@ -1,0 +1,122 @@
+// The CUDA back end's runtime, exposed to the JIT layer: device queries, NVRTC, modules,
+// kernel descriptions and launches. Nothing here needs a GPU until a module is loaded.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+
+#include "bindings/handles.h"
+#include "codegen/cuda/codegen_cuda.h"
+#include "ir/error.h"
+#include "runtime/cuda/cuda_module.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/cuda/nvrtc.h"
+
+namespace tl::py {
+namespace {
+
+// Launch arguments are packed as 8-byte slots; the kernel reads each slot in its own type.
+struct PackedArgs {
+  std::vector<uint64_t> slots;
+  std::vector<void*> pointers;
+};
+
+uint64_t pack(const std::string& dtype, nb::handle v) {
+  uint64_t slot = 0;
+  DataType t = to_dtype(dtype);
+  if (t.is_handle() || t.is_integer() || t.is_bool()) {
+    int64_t x = nb::cast<int64_t>(v);
+    std::memcpy(&slot, &x, sizeof x);  // little-endian: narrower ints read the low bytes
+  } else if (t == DataType::Float(32)) {
+    float x = nb::cast<float>(v);
+    std::memcpy(&slot, &x, sizeof x);
+  } else if (t == DataType::Float(64)) {
+    double x = nb::cast<double>(v);
+    std::memcpy(&slot, &x, sizeof x);
+  } else {
+    fail(ErrorKind::Unsupported, {}, "a scalar kernel argument of dtype " + t.str() + " is not supported yet",
+         "pass it as float32");
+  }
+  return slot;
+}
+
+}  // namespace
+
+void bind_cuda(nb::module_& m) {
+  m.def("cuda_device_available", []() { return cuda_device_available(); });
+  m.def("cuda_unavailable_reason", []() {
+    std::string reason;
+    cuda_device_available(&reason);
+    return reason;
+  });
+  m.def("cuda_device_arch", [](int device) { return device_arch(device); }, nb::arg("device") = 0);
+  m.def("nvrtc_id", []() { return "nvrtc " + nvrtc_version(); });
+  m.def("nvrtc_compile", [](const std::string& source, const std::string& name, const std::string& arch,
+                            const std::vector<std::string>& include_dirs) {
+    CudaCompileOptions opts;
+    opts.arch = arch;
+    opts.include_dirs = include_dirs;
+    for (auto& d : cuda_include_dirs()) opts.include_dirs.push_back(d);
+    CompiledCuda out;
+    {
+      nb::gil_scoped_release release;
+      out = compile_with_nvrtc(source, name, opts);
+    }
+    return nb::bytes(out.binary.data(), out.binary.size());
+  });
+  m.def("cuda_kernel_infos", [](const PyFunc& f) {
+    nb::list out;
+    for (auto& k : cuda_kernel_infos(f.f)) {
+      nb::dict d;
+      d["name"] = k.name;
+      nb::list grid;
+      for (auto& g : k.grid) grid.append(PyExpr{g});
+      d["grid"] = grid;
+      d["block"] = nb::make_tuple(k.block[0], k.block[1], k.block[2]);
+      d["dynamic_shared_bytes"] = k.dynamic_shared_bytes;
+      d["static_shared_bytes"] = k.static_shared_bytes;
+      nb::list params;
+      for (auto& p : k.params) {
+        const char* kind = p.kind == CudaKernelParam::Kind::Buffer   ? "buffer"
+                           : p.kind == CudaKernelParam::Kind::Scalar ? "scalar"
+                                                                     : "shape";
+        params.append(nb::make_tuple(kind, p.name, p.dtype.str(), p.param_index));
+      }
+      d["params"] = params;
+      out.append(d);
+    }
+    return out;
+  });
+
+  nb::class_<CudaFunction>(m, "CudaFunction")
+      .def("set_max_dynamic_shared_memory", &CudaFunction::set_max_dynamic_shared_memory)
+      .def("attributes", [](const CudaFunction& f) {
+        CudaFunctionAttributes a = f.attributes();
+        nb::dict d;
+        d["registers"] = a.registers;
+        d["local_bytes"] = a.local_bytes;
+        d["max_threads_per_block"] = a.max_threads_per_block;
+        return d;
+      })
+      // args: [(dtype, value)], in the kernel's parameter order (pointers as "handle").
+      .def("launch", [](const CudaFunction& f, std::vector<int64_t> grid, std::vector<int64_t> block,
+                        int64_t shared_bytes, uintptr_t stream, nb::list args) {
+        PackedArgs packed;
+        packed.slots.reserve(args.size());
+        for (nb::handle a : args) {
+          auto tup = nb::cast<nb::tuple>(a);
+          packed.slots.push_back(pack(nb::cast<std::string>(tup[0]), tup[1]));
+        }
+        for (auto& s : packed.slots) packed.pointers.push_back(&s);
+        Dim3 g{unsigned(grid.at(0)), unsigned(grid.at(1)), unsigned(grid.at(2))};
+        Dim3 b{unsigned(block.at(0)), unsigned(block.at(1)), unsigned(block.at(2))};
+        f.launch(g, b, unsigned(shared_bytes), reinterpret_cast<void*>(stream), packed.pointers.data());
+      });
+  nb::class_<CudaModule>(m, "CudaModule")
+      .def("__init__", [](CudaModule* self, nb::bytes image) {
+        new (self) CudaModule(std::string(image.c_str(), image.size()));
+      })
+      .def("function", &CudaModule::function);
+}
+
+}  // namespace tl::py

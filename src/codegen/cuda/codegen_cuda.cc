@@ -1,0 +1,1309 @@
+// CUDA C++ from thread-level IR (docs/gpu_lowering.md, "Thread-level IR").
+//
+// Structure: the host level of the function is a sequence of KernelNodes, possibly under
+// LetStmts; each kernel becomes one `extern "C" __global__` function whose parameters are
+// the same for every kernel (a fixed ABI: the function's parameters, then the shape
+// variables as int64_t). Host lets in scope are re-evaluated inside each kernel (they
+// depend only on parameters and shape variables); the runtime evaluates the grid from
+// CudaKernelInfo, where those lets are substituted.
+//
+// Typing follows the CPU back end: the CUDA expression for an IR expression of dtype t has
+// t's C++ type (__half for float16, ...); arithmetic on 16- and 8-bit floats happens in
+// float, with a conversion on every load (__half2float) and a rounding on every store
+// (__float2half_rn). Offsets into buffers whose size may exceed int32 (global buffers of
+// symbolic or large shape) are computed in int64; the others in the index's own type.
+//
+// Vectorized loops: the lowering emits a Vectorized loop only when the accesses are
+// aligned to the vector width, so a loop that is exactly `dst[base + v] = src[base2 + v]`
+// (same dtype, 4, 8 or 16 bytes in all) becomes one access through uint32_t / uint2 /
+// uint4; any other Vectorized loop is an unrolled scalar loop.
+#include "codegen/cuda/codegen_cuda.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <variant>
+
+#include "codegen/c_like.h"
+#include "ir/error.h"
+#include "ir/functor.h"
+#include "ir/intrinsics.h"
+#include "ir/op.h"
+
+namespace tl {
+namespace {
+
+using c_like::Code;
+using c_like::wrap;
+using namespace c_like;  // precedence constants
+
+constexpr int64_t kDynSmemAlign = 128;
+constexpr int64_t kStaticSmemLimit = 48 * 1024;  // the most a kernel may declare statically
+
+// ------------------------------------------------------------------ types
+
+bool is_storage_float(DataType t) {
+  return (t.code == TypeCode::Float && t.bits == 16) || t.code == TypeCode::BFloat ||
+         t.code == TypeCode::Float8E4M3 || t.code == TypeCode::Float8E5M2;
+}
+
+// The type arithmetic of dtype t is carried out in.
+DataType compute_type(DataType t) { return is_storage_float(t) ? DataType::Float(32) : t; }
+
+void check_dtype(DataType t, Span span, const std::string& what) {
+  if (t.is_sub_byte())
+    fail(ErrorKind::Unsupported, span,
+         what + " has dtype " + t.str() +
+             ", which target cuda does not support: sub-byte types exist only as packed storage",
+         "store the data as int8/uint8 and unpack the values with shifts and masks");
+  if (t.lanes != 1)
+    fail(ErrorKind::Unsupported, span, what + " has vector dtype " + t.str() + ", which target cuda does not support",
+         "write the lanes as a T.vectorized loop over scalars");
+}
+
+std::string ctype(DataType t, Span span, const std::string& what = "a value") {
+  check_dtype(t, span, what);
+  switch (t.code) {
+    case TypeCode::Int:
+    case TypeCode::UInt:
+      if (t.bits != 8 && t.bits != 16 && t.bits != 32 && t.bits != 64) break;
+      return std::string(t.is_uint() ? "uint" : "int") + std::to_string(t.bits) + "_t";
+    case TypeCode::Float:
+      if (t.bits == 16) return "__half";
+      if (t.bits == 32) return "float";
+      if (t.bits == 64) return "double";
+      break;
+    case TypeCode::BFloat:
+      return "__nv_bfloat16";
+    case TypeCode::Float8E4M3:
+      return "__nv_fp8_e4m3";
+    case TypeCode::Float8E5M2:
+      return "__nv_fp8_e5m2";
+    case TypeCode::Bool:
+      return "bool";
+    case TypeCode::Handle:
+      return "void*";
+    default:
+      break;
+  }
+  fail(ErrorKind::Unsupported, span, what + " has dtype " + t.str() + ", which target cuda does not support");
+}
+
+// The dtype two operands meet in when the IR left them different (hand-built IR).
+DataType common_type(DataType a, DataType b) {
+  if (a == b) return a;
+  DataType ca = compute_type(a), cb = compute_type(b);
+  if (ca.is_float() != cb.is_float()) return ca.is_float() ? ca : cb;
+  if (ca.is_bool()) return cb;
+  if (cb.is_bool()) return ca;
+  if (ca.bits != cb.bits) return ca.bits > cb.bits ? ca : cb;
+  return ca.is_uint() ? ca : cb;
+}
+
+// "sm_90a" -> 90; 0 when the string is not of that form.
+int arch_number(const std::string& arch) {
+  size_t p = arch.find('_');
+  if (p == std::string::npos) return 0;
+  int n = 0;
+  for (size_t i = p + 1; i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])); ++i)
+    n = n * 10 + (arch[i] - '0');
+  return n;
+}
+
+const std::unordered_set<std::string>& cuda_reserved_names() {
+  static const std::unordered_set<std::string> kNames = {
+      "blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "dim3",  "half",  "uint2",
+      "uint4",    "int2",      "int4",     "float2",  "float4",   "uint",  "ulong", "tl_dyn_smem",
+  };
+  return kNames;
+}
+
+// ------------------------------------------------------------------ small analyses
+
+bool mentions_var(const Expr& e, const VarNode* v) {
+  bool found = false;
+  for_each_expr(std::make_shared<EvaluateNode>(e), [&](const ExprNode* n) {
+    if (n == v) found = true;
+  });
+  return found;
+}
+
+const void* buffer_key(const Buffer& b) { return b->data ? (const void*)b->data.get() : (const void*)b.get(); }
+
+// What a kernel body touches: variables, and buffers read or written.
+struct KernelUses {
+  std::unordered_set<const VarNode*> vars;
+  std::unordered_set<const void*> read, written;
+  std::unordered_set<const void*> multi_dim;  // indexed with more than one index (strides used)
+};
+
+KernelUses collect_uses(const Stmt& body) {
+  struct Collector : IRVisitor {
+    KernelUses* uses;
+    void visit_var(const VarNode* v) override { uses->vars.insert(v); }
+    void visit_load(const BufferLoadNode* n) override {
+      uses->read.insert(buffer_key(n->buffer));
+      if (n->indices.size() > 1) uses->multi_dim.insert(buffer_key(n->buffer));
+      IRVisitor::visit_load(n);
+    }
+    void visit_store(const BufferStoreNode* n) override {
+      uses->written.insert(buffer_key(n->buffer));
+      if (n->indices.size() > 1) uses->multi_dim.insert(buffer_key(n->buffer));
+      IRVisitor::visit_store(n);
+    }
+    void visit_call(const CallNode* n) override {
+      // The destination of an atomic or of cp.async is written through its BufferLoad.
+      bool writes_first = n->op.rfind("atomic_", 0) == 0 || n->op == "cp_async";
+      if (writes_first && !n->args.empty())
+        if (auto* dst = as<BufferLoadNode>(n->args[0])) uses->written.insert(buffer_key(dst->buffer));
+      IRVisitor::visit_call(n);
+    }
+  } collector;
+  KernelUses uses;
+  collector.uses = &uses;
+  collector.visit(body);
+  return uses;
+}
+
+// A host-level kernel and the lets in scope around it, outermost first.
+struct KernelSite {
+  const KernelNode* kernel;
+  std::vector<const LetStmtNode*> lets;
+};
+
+std::vector<KernelSite> find_kernels(const PrimFunc& f) {
+  std::vector<KernelSite> sites;
+  std::vector<const LetStmtNode*> lets;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (!s) return;
+    switch (s->kind) {
+      case StmtKind::Seq:
+        for (auto& x : as<SeqStmtNode>(s)->seq) walk(x);
+        return;
+      case StmtKind::LetStmt: {
+        auto* let = as<LetStmtNode>(s);
+        lets.push_back(let);
+        walk(let->body);
+        lets.pop_back();
+        return;
+      }
+      case StmtKind::Kernel:
+        sites.push_back({as<KernelNode>(s), lets});
+        return;
+      case StmtKind::Evaluate:
+        if (as<EvaluateNode>(s)->value->kind == ExprKind::IntImm) return;  // a no-op
+        break;
+      case StmtKind::TileOp:
+        fail(ErrorKind::Internal, s->span,
+             "internal: tile operator T." + as<TileOpNode>(s)->op + " was not lowered before CUDA code generation",
+             "this is a compiler bug; please report it with the kernel");
+      default:
+        break;
+    }
+    fail(ErrorKind::Unsupported, s->span, "a statement outside T.Kernel, which target cuda does not support",
+         "move the work inside a `with T.Kernel(...)` block");
+  };
+  walk(f->body);
+  return sites;
+}
+
+// Where each dynamic shared allocation of a kernel lives, and the totals.
+struct SharedPlan {
+  std::unordered_map<const AllocateNode*, int64_t> dyn_offsets;
+  int64_t dyn_bytes = 0;
+  int64_t static_bytes = 0;
+};
+
+int64_t buffer_bytes(const Buffer& b, Span span) {
+  int64_t n = b->const_size();
+  if (n < 0)
+    fail(ErrorKind::Unsupported, span,
+         "shared buffer '" + b->name + "' has a symbolic size, which target cuda does not support",
+         "give shared tiles constant shapes (tile sizes are compile-time values)");
+  return n * b->dtype.bytes();
+}
+
+int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+SharedPlan plan_shared(const KernelNode* k) {
+  SharedPlan plan;
+  std::vector<const AllocateNode*> unplaced;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (!s) return;
+    switch (s->kind) {
+      case StmtKind::Seq:
+        for (auto& x : as<SeqStmtNode>(s)->seq) walk(x);
+        return;
+      case StmtKind::For:
+        return walk(as<ForNode>(s)->body);
+      case StmtKind::IfThenElse:
+        walk(as<IfThenElseNode>(s)->then_case);
+        return walk(as<IfThenElseNode>(s)->else_case);
+      case StmtKind::LetStmt:
+        return walk(as<LetStmtNode>(s)->body);
+      case StmtKind::Allocate: {
+        auto* a = as<AllocateNode>(s);
+        const Buffer& b = a->buffer;
+        if (b->scope == scope::kSharedDyn) {
+          int64_t bytes = buffer_bytes(b, a->span);
+          auto it = a->attrs.find("offset");
+          std::optional<int64_t> offset;
+          if (it != a->attrs.end()) {
+            if (auto* i = std::get_if<int64_t>(&it->second)) offset = *i;
+            if (auto* e = std::get_if<Expr>(&it->second); e && const_int(*e)) offset = *const_int(*e);
+            if (!offset || *offset < 0)
+              fail(ErrorKind::Internal, a->span, "internal: shared buffer '" + b->name + "' has a bad offset",
+                   "plan_shared_memory gives each shared.dyn allocation a constant byte offset");
+          }
+          if (offset) {
+            plan.dyn_offsets[a] = *offset;
+            plan.dyn_bytes = std::max(plan.dyn_bytes, *offset + bytes);
+          } else {
+            unplaced.push_back(a);
+          }
+        } else if (b->scope == scope::kShared) {
+          plan.static_bytes += round_up(buffer_bytes(b, a->span), 16);
+        }
+        return walk(a->body);
+      }
+      default:
+        return;
+    }
+  };
+  walk(k->body);
+  // Without a plan from the lowering: one after another, past the planned ones.
+  int64_t end = round_up(plan.dyn_bytes, kDynSmemAlign);
+  for (auto* a : unplaced) {
+    plan.dyn_offsets[a] = end;
+    end = round_up(end + buffer_bytes(a->buffer, a->span), kDynSmemAlign);
+    plan.dyn_bytes = end;
+  }
+  return plan;
+}
+
+std::vector<CudaKernelParam> kernel_params(const PrimFuncNode& f) {
+  std::vector<CudaKernelParam> out;
+  std::unordered_set<const VarNode*> scalars;
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    const Param& p = f.params[i];
+    if (p.is_buffer()) {
+      out.push_back({CudaKernelParam::Kind::Buffer, p.buffer->name, p.buffer->dtype,
+                     p.var ? p.var : p.buffer->data, int(i)});
+    } else {
+      out.push_back({CudaKernelParam::Kind::Scalar, p.var->name, p.var->dtype, p.var, int(i)});
+      scalars.insert(p.var.get());
+    }
+  }
+  for (const Var& v : shape_vars(f)) {
+    if (scalars.count(v.get())) continue;
+    out.push_back({CudaKernelParam::Kind::ShapeVar, v->name, DataType::Int(64), v, -1});
+  }
+  return out;
+}
+
+std::string kernel_name(const PrimFuncNode& f, size_t index, size_t count) {
+  std::string base = sanitize(f.name) + "_kernel";
+  return count == 1 ? base : base + std::to_string(index);
+}
+
+// When `index` is `base + v` (v the lane variable, base free of it), returns base
+// (nullptr for `v` alone); otherwise sets *ok = false.
+Expr lane_base(const Expr& index, const VarNode* v, bool* ok) {
+  if (index.get() == v) return nullptr;
+  if (auto* b = as<BinaryNode>(index); b && b->op == BinaryOp::Add && b->dtype.is_int()) {
+    bool in_a = mentions_var(b->a, v), in_b = mentions_var(b->b, v);
+    if (in_a != in_b) {
+      const Expr& lane_side = in_a ? b->a : b->b;
+      const Expr& other = in_a ? b->b : b->a;
+      Expr inner = lane_base(lane_side, v, ok);
+      return inner ? add(inner, other) : other;
+    }
+  }
+  *ok = false;
+  return nullptr;
+}
+
+// ------------------------------------------------------------------ the generator
+
+struct BufferInfo {
+  std::string name;
+  bool scalar = false;               // local.var: a plain variable
+  bool wide_offsets = false;         // flatten indices in int64
+  std::vector<std::string> strides;  // precomputed int64 stride names (params), else empty
+};
+
+class CodeGenCUDA {
+ public:
+  CodeGenCUDA(const PrimFunc& f, const CudaCodegenOptions& opts) : func_(f), opts_(opts) {}
+
+  std::string run() {
+    auto sites = find_kernels(func_);
+    params_ = kernel_params(*func_);
+    line("// Generated by the TileLang CUDA back end from '" + func_->name + "' for " + opts_.arch + ".");
+    line("#include \"tl/cuda/tl_cuda.h\"");
+    for (size_t i = 0; i < sites.size(); ++i) {
+      line("");
+      emit_kernel(sites[i], kernel_name(*func_, i, sites.size()));
+    }
+    return out_.str();
+  }
+
+ private:
+  // ---------------------------------------------------------------- output helpers
+  void line(const std::string& s) {
+    if (!s.empty()) out_ << std::string(size_t(indent_) * 2, ' ') << s;
+    out_ << '\n';
+  }
+  void pragma(const std::string& s) { line("#pragma " + s); }
+
+  // ---------------------------------------------------------------- scopes
+  template <typename Fn>
+  void with_var(const Var& v, const std::string& name, bool nonneg, Fn fn) {
+    auto it = var_names_.find(v.get());
+    std::optional<std::string> previous;
+    if (it != var_names_.end()) previous = it->second;
+    bool was_nonneg = nonneg_.count(v.get()) > 0;
+    var_names_[v.get()] = name;
+    if (nonneg)
+      nonneg_.insert(v.get());
+    else
+      nonneg_.erase(v.get());
+    fn();
+    if (previous)
+      var_names_[v.get()] = *previous;
+    else
+      var_names_.erase(v.get());
+    if (was_nonneg)
+      nonneg_.insert(v.get());
+    else
+      nonneg_.erase(v.get());
+  }
+
+  const BufferInfo& buffer_info(const Buffer& b, Span span) {
+    auto it = buffers_.find(buffer_key(b));
+    if (it == buffers_.end())
+      fail(ErrorKind::Internal, span, "internal: buffer '" + b->name + "' is used outside its allocation",
+           "this is a compiler bug; please report it with the kernel");
+    return it->second;
+  }
+  template <typename Fn>
+  void with_buffer(const Buffer& b, const BufferInfo& info, Fn fn) {
+    auto it = buffers_.find(buffer_key(b));
+    std::optional<BufferInfo> saved;
+    if (it != buffers_.end()) saved = it->second;
+    buffers_[buffer_key(b)] = info;
+    fn();
+    if (saved)
+      buffers_[buffer_key(b)] = *saved;
+    else
+      buffers_.erase(buffer_key(b));
+  }
+
+  // Offsets need int64 unless every in-bounds element offset fits in int32.
+  static bool needs_wide_offsets(const Buffer& b) {
+    int64_t n = b->const_size();
+    return n < 0 || n > std::numeric_limits<int32_t>::max();
+  }
+
+  // ---------------------------------------------------------------- kernels
+  void emit_kernel(const KernelSite& site, const std::string& name) {
+    const KernelNode* k = site.kernel;
+    check_kernel_shape(k);
+    SharedPlan plan = plan_shared(k);
+    if (plan.static_bytes > kStaticSmemLimit)
+      fail(ErrorKind::Unsupported, k->span,
+           "the kernel declares " + std::to_string(plan.static_bytes) +
+               " bytes of static shared memory; CUDA allows at most 49152",
+           "allocate large tiles in dynamic shared memory (scope \"shared.dyn\")");
+    plan_ = &plan;
+    KernelUses uses = collect_uses(k->body);
+    auto add_vars = [&](const Expr& e) {
+      for_each_expr(std::make_shared<EvaluateNode>(e), [&](const ExprNode* x) {
+        if (x->kind == ExprKind::Var) uses.vars.insert(static_cast<const VarNode*>(x));
+      });
+    };
+    // Strides of multi-dimensional parameters, then the host lets the kernel needs, innermost first.
+    for (auto& p : func_->params)
+      if (p.is_buffer() && uses.multi_dim.count(buffer_key(p.buffer)))
+        for (auto& s : p.buffer->effective_strides()) add_vars(s);
+    for (auto it = site.lets.rbegin(); it != site.lets.rend(); ++it)
+      if (uses.vars.count((*it)->var.get())) add_vars((*it)->value);
+
+    names_ = NameTable(&cuda_reserved_names());
+    var_names_.clear();
+    nonneg_.clear();
+    buffers_.clear();
+    // Parameters.
+    std::vector<std::string> decls;
+    std::vector<std::tuple<const VarNode*, std::string, std::string>> shape_locals;  // narrowed shape vars
+    for (const CudaKernelParam& p : params_) {
+      if (p.kind == CudaKernelParam::Kind::Buffer) {
+        const Buffer& b = func_->params[size_t(p.param_index)].buffer;
+        if (!b->is_global())
+          fail(ErrorKind::Unsupported, b->span, "parameter '" + b->name + "' is in scope '" + b->scope + "'",
+               "kernel parameters are global tensors");
+        std::string t = ctype(b->dtype, b->span, "buffer '" + b->name + "'");
+        BufferInfo info;
+        info.name = names_.fresh(b->name);
+        info.wide_offsets = needs_wide_offsets(b);
+        const void* key = buffer_key(b);
+        bool used = uses.read.count(key) || uses.written.count(key);
+        bool read_only = used && !uses.written.count(key);
+        decls.push_back(std::string(read_only ? "const " : "") + t + (used ? "* __restrict__ " : "* ") + info.name);
+        buffers_[key] = info;
+        if (p.var && p.var.get() != b->data.get()) var_names_[p.var.get()] = info.name;
+      } else if (p.kind == CudaKernelParam::Kind::Scalar) {
+        std::string t = ctype(p.var->dtype, p.var->span, "parameter '" + p.var->name + "'");
+        std::string n = names_.fresh(p.var->name);
+        var_names_[p.var.get()] = n;
+        decls.push_back("const " + t + " " + n);
+      } else {
+        const Var& v = p.var;
+        std::string t = ctype(v->dtype, v->span, "shape variable '" + v->name + "'");
+        if (!v->dtype.is_integer())
+          fail(ErrorKind::Type, v->span, "shape variable '" + v->name + "' has dtype " + v->dtype.str(),
+               "dynamic dimensions are integers");
+        std::string n = names_.fresh(v->name);
+        if (v->dtype == DataType::Int(64)) {
+          decls.push_back("const int64_t " + n);
+        } else {
+          std::string arg = names_.fresh(v->name + "_i64");
+          decls.push_back("const int64_t " + arg);
+          shape_locals.emplace_back(v.get(), "const " + t + " " + n, "(" + t + ")" + arg);
+        }
+        var_names_[v.get()] = n;
+        nonneg_.insert(v.get());  // extents are at least 1
+      }
+    }
+    std::string bounds = opts_.launch_bounds ? "__launch_bounds__(" + std::to_string(k->num_threads()) + ") " : "";
+    std::string sig = "extern \"C\" __global__ void " + bounds + name + "(";
+    for (size_t i = 0; i < decls.size(); ++i) sig += (i ? ", " : "") + decls[i];
+    line(sig + ") {");
+    ++indent_;
+    for (auto& [var, decl, init] : shape_locals)
+      if (uses.vars.count(var)) line(decl + " = " + init + ";");
+    if (plan.dyn_bytes > 0 || !plan.dyn_offsets.empty())
+      line("extern __shared__ __align__(" + std::to_string(kDynSmemAlign) + ") uint8_t tl_dyn_smem[];");
+    // Host lets, re-evaluated here (they depend only on parameters and shape variables).
+    std::vector<std::string> let_names;
+    for (auto* let : site.lets) {
+      if (!uses.vars.count(let->var.get())) continue;
+      std::string t = ctype(let->var->dtype, let->span, "variable '" + let->var->name + "'");
+      Code value = convert(let->value, let->var->dtype);
+      std::string n = names_.fresh(let->var->name);
+      line("const " + t + " " + n + " = " + value.text + ";");
+      var_names_[let->var.get()] = n;
+      if (let->var->dtype.is_integer() && nonneg(let->value)) nonneg_.insert(let->var.get());
+    }
+    // Symbolic strides of the used parameters, once, in int64.
+    for (auto& p : func_->params) {
+      if (!p.is_buffer()) continue;
+      const void* key = buffer_key(p.buffer);
+      if (!uses.multi_dim.count(key)) continue;
+      BufferInfo& info = buffers_[key];
+      auto strides = p.buffer->effective_strides();
+      info.strides.resize(strides.size());
+      for (size_t d = 0; d < strides.size(); ++d) {
+        if (const_int(strides[d])) continue;
+        info.strides[d] = names_.fresh(info.name + "_stride" + std::to_string(d));
+        line("const int64_t " + info.strides[d] + " = " + emit_int64(strides[d]).text + ";");
+      }
+    }
+    // Block and thread indices that the body uses.
+    auto bind_builtin = [&](const Var& v, const std::string& builtin) {
+      std::string t = ctype(v->dtype, k->span, "index '" + v->name + "'");
+      if (!v->dtype.is_integer())
+        fail(ErrorKind::Type, k->span, "block or thread index '" + v->name + "' must be an integer");
+      std::string n = names_.fresh(v->name);
+      if (uses.vars.count(v.get())) line("const " + t + " " + n + " = (" + t + ")" + builtin + ";");
+      var_names_[v.get()] = n;
+      nonneg_.insert(v.get());
+    };
+    for (size_t d = 0; d < k->block_vars.size(); ++d)
+      bind_builtin(k->block_vars[d], std::string("blockIdx.") + "xyz"[d]);
+    for (size_t d = 0; d < k->thread_vars.size(); ++d)
+      bind_builtin(k->thread_vars[d], std::string("threadIdx.") + "xyz"[d]);
+    emit_stmt(k->body);
+    --indent_;
+    line("}");
+    plan_ = nullptr;
+  }
+
+  static void check_kernel_shape(const KernelNode* k) {
+    if (k->grid.empty() || k->grid.size() > 3 || k->grid.size() != k->block_vars.size())
+      fail(ErrorKind::Unsupported, k->span, "T.Kernel takes 1 to 3 grid extents on target cuda",
+           "fold the extra dimensions into one block index and recover them with // and %");
+    for (size_t d = 0; d < k->grid.size(); ++d) {
+      const int64_t* g = const_int(k->grid[d]);
+      int64_t limit = d == 0 ? std::numeric_limits<int32_t>::max() : 65535;
+      if (g && (*g < 1 || *g > limit))
+        fail(ErrorKind::Unsupported, k->span,
+             std::string("grid extent ") + "xyz"[d] + " = " + std::to_string(*g) + " is outside CUDA's range 1.." +
+                 std::to_string(limit),
+             "put the largest extent first (blockIdx.x allows 2^31 - 1 blocks)");
+    }
+    if (k->threads.empty() || k->threads.size() > 3 || k->thread_vars.size() > k->threads.size())
+      fail(ErrorKind::Unsupported, k->span, "T.Kernel takes 1 to 3 thread extents on target cuda");
+    static const int64_t kMaxDim[3] = {1024, 1024, 64};
+    for (size_t d = 0; d < k->threads.size(); ++d)
+      if (k->threads[d] < 1 || k->threads[d] > kMaxDim[d])
+        fail(ErrorKind::Unsupported, k->span,
+             std::string("thread extent ") + "xyz"[d] + " = " + std::to_string(k->threads[d]) +
+                 " is outside CUDA's range 1.." + std::to_string(kMaxDim[d]));
+    if (k->num_threads() > 1024)
+      fail(ErrorKind::Unsupported, k->span,
+           "a block of " + std::to_string(k->num_threads()) + " threads; CUDA allows at most 1024",
+           "use fewer threads per block (threads=...) and more blocks");
+  }
+
+  // ---------------------------------------------------------------- expressions
+  // e converted to the C++ type of dtype t.
+  Code convert(const Expr& e, DataType t) {
+    // Immediates are written directly in the wanted type.
+    if (auto* i = as<IntImmNode>(e); i && (t.is_integer() || t.is_bool()))
+      return emit_int(std::make_shared<IntImmNode>(t, i->value, e->span).get());
+    if (auto* i = as<IntImmNode>(e); i && t.is_float())
+      return emit(std::make_shared<FloatImmNode>(t, double(i->value), e->span));
+    if (auto* f = as<FloatImmNode>(e); f && t.is_float())
+      return emit(std::make_shared<FloatImmNode>(t, f->value, e->span));
+    return convert_code(emit(e), e->dtype, t, e->span);
+  }
+
+  // Rounds a float or double computed value to a storage float type.
+  static Code to_storage(const Code& c, DataType from, DataType to) {
+    bool from_double = from == DataType::Float(64);
+    std::string arg = from_double || from == DataType::Float(32) ? c.text : "(float)" + wrap(c, kUnary);
+    switch (to.code) {
+      case TypeCode::Float:
+        return {(from_double ? "__double2half(" : "__float2half_rn(") + arg + ")"};
+      case TypeCode::BFloat:  // a double rounds to float first, as ml_dtypes does
+        return {"__float2bfloat16_rn(" + (from_double ? "(float)" + wrap(c, kUnary) : arg) + ")"};
+      case TypeCode::Float8E4M3:
+        return {"tl::to_float8_e4m3(" + arg + ")"};
+      default:
+        return {"tl::to_float8_e5m2(" + arg + ")"};
+    }
+  }
+  static Code storage_to_float(const Code& c, DataType from) {
+    if (from.code == TypeCode::Float) return {"__half2float(" + c.text + ")"};
+    if (from.code == TypeCode::BFloat) return {"__bfloat162float(" + c.text + ")"};
+    return {"tl::to_float(" + c.text + ")"};
+  }
+
+  Code convert_code(const Code& c, DataType from, DataType to, Span span) {
+    if (from == to) return c;
+    std::string t = ctype(to, span);
+    if (to.is_bool()) {
+      if (is_storage_float(from)) return {storage_to_float(c, from).text + " != 0.0f", kEq};
+      return {wrap(c, kRel) + " != 0", kEq};
+    }
+    if (is_storage_float(to)) {
+      if (is_storage_float(from)) return to_storage(storage_to_float(c, from), DataType::Float(32), to);
+      return to_storage(c, from, to);
+    }
+    if (is_storage_float(from)) {
+      Code f = storage_to_float(c, from);
+      if (to == DataType::Float(32)) return f;
+      return {"(" + t + ")" + f.text, kUnary};
+    }
+    return {"(" + t + ")" + wrap(c, kUnary), kUnary};
+  }
+  // Rounds a value computed in compute_type(t) back to t where they differ.
+  Code finish(const Code& c, DataType t, Span span) {
+    if (is_storage_float(t)) return to_storage(c, DataType::Float(32), t);
+    if (t.is_integer() && t.bits < 32) return {"(" + ctype(t, span) + ")" + wrap(c, kUnary), kUnary};
+    return c;
+  }
+
+  Code float_literal(double v, DataType t) {
+    bool single = compute_type(t).bits == 32;
+    if (std::isnan(v)) return {single ? "__int_as_float(0x7fffffff)" : "__longlong_as_double(0x7ff8000000000000LL)"};
+    if (std::isinf(v)) {
+      std::string inf = single ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)";
+      return v < 0 ? Code{"-" + inf, kUnary} : Code{inf};
+    }
+    Code lit{finite_float_literal(v, single)};
+    if (lit.text[0] == '-') lit.prec = kUnary;
+    return lit;
+  }
+
+  Code emit(const Expr& e) {
+    check_dtype(e->dtype, e->span, "an expression");
+    switch (e->kind) {
+      case ExprKind::IntImm:
+        return emit_int(as<IntImmNode>(e));
+      case ExprKind::FloatImm: {
+        auto* n = as<FloatImmNode>(e);
+        Code lit = float_literal(n->value, n->dtype);
+        if (is_storage_float(n->dtype)) return to_storage(lit, DataType::Float(32), n->dtype);
+        return lit;
+      }
+      case ExprKind::StringImm:
+        fail(ErrorKind::Internal, e->span, "internal: a string is used as a value", "strings may only be printed");
+      case ExprKind::Var:
+        return {var_name(as<VarNode>(e), e->span)};
+      case ExprKind::Binary:
+        return emit_binary(as<BinaryNode>(e));
+      case ExprKind::Not:
+        return {"!" + wrap(convert(as<NotNode>(e)->a, DataType::Bool()), kUnary), kUnary};
+      case ExprKind::Select: {
+        auto* n = as<SelectNode>(e);
+        // Only the chosen side is evaluated: the other may be a guarded out-of-bounds load.
+        Code c = convert(n->cond, DataType::Bool());
+        Code t = convert(n->true_value, n->dtype), f = convert(n->false_value, n->dtype);
+        return {wrap(c, kOrOr) + " ? " + wrap(t, kTernary) + " : " + wrap(f, kTernary), kTernary};
+      }
+      case ExprKind::Cast: {
+        auto* n = as<CastNode>(e);
+        return convert(n->value, n->dtype);
+      }
+      case ExprKind::BufferLoad: {
+        auto* n = as<BufferLoadNode>(e);
+        return {element(n->buffer, n->indices, n->span)};
+      }
+      case ExprKind::Call:
+        return emit_call(as<CallNode>(e));
+    }
+    fail(ErrorKind::Internal, e->span, "internal: unknown expression kind");
+  }
+
+  Code emit_int(const IntImmNode* n) {
+    DataType t = n->dtype;
+    int64_t v = n->value;
+    if (t.is_bool()) return {v ? "true" : "false"};
+    if (t.is_int() && t.bits == 32) {
+      if (v == std::numeric_limits<int32_t>::min()) return {"(-2147483647 - 1)", kAdd};
+      return {std::to_string(v), v < 0 ? kUnary : kPrimary};
+    }
+    if (t.is_int() && t.bits == 64) {
+      if (v == std::numeric_limits<int64_t>::min()) return {"(int64_t)(-9223372036854775807LL - 1)", kUnary};
+      return {"(int64_t)" + std::to_string(v) + (v < std::numeric_limits<int32_t>::min() ||
+                                                  v > std::numeric_limits<int32_t>::max() ? "LL" : ""),
+              kUnary};
+    }
+    if (t.is_uint() && t.bits == 32) return {std::to_string(uint32_t(v)) + "u"};
+    if (t.is_uint() && t.bits == 64) return {"(uint64_t)" + std::to_string(uint64_t(v)) + "ull", kUnary};
+    if (t.is_uint()) return {"(" + ctype(t, n->span) + ")" + std::to_string(uint64_t(v) & ((1u << t.bits) - 1)), kUnary};
+    if (t.is_int()) {
+      Code lit{std::to_string(v), v < 0 ? kUnary : kPrimary};
+      return {"(" + ctype(t, n->span) + ")" + wrap(lit, kPrimary), kUnary};
+    }
+    // An integer immediate of a float dtype (hand-built IR).
+    return emit(std::make_shared<FloatImmNode>(t, double(v), n->span));
+  }
+
+  std::string var_name(const VarNode* v, Span span) {
+    auto it = var_names_.find(v);
+    if (it != var_names_.end()) return it->second;
+    fail(ErrorKind::Internal, span.defined() ? span : v->span,
+         "internal: variable '" + v->name + "' is used outside its scope", "this is a compiler bug; please report it");
+  }
+
+  // Non-negative integer expressions: division and remainder by a positive amount can
+  // then use C's operators (cheaper than the floor forms).
+  bool nonneg(const Expr& e) {
+    if (auto* i = as<IntImmNode>(e)) return i->value >= 0;
+    if (e->dtype.is_uint()) return true;
+    if (auto* v = as<VarNode>(e)) return nonneg_.count(v) > 0;
+    if (auto* c = as<CastNode>(e))
+      return c->dtype.is_integer() && c->value->dtype.is_integer() && c->dtype.bits >= c->value->dtype.bits &&
+             nonneg(c->value);
+    if (auto* s = as<SelectNode>(e)) return nonneg(s->true_value) && nonneg(s->false_value);
+    if (auto* b = as<BinaryNode>(e)) {
+      switch (b->op) {
+        case BinaryOp::Add:
+        case BinaryOp::Mul:
+        case BinaryOp::Min:
+        case BinaryOp::Div:
+        case BinaryOp::Mod:
+        case BinaryOp::FloorDiv:
+          return nonneg(b->a) && nonneg(b->b);
+        case BinaryOp::FloorMod:
+          return nonneg(b->b);
+        case BinaryOp::Max:
+          return nonneg(b->a) || nonneg(b->b);
+        default:
+          return false;
+      }
+    }
+    return false;
+  }
+
+  Code emit_binary(const BinaryNode* n) {
+    DataType rt = n->dtype;
+    Span sp = n->span;
+    if (is_logical(n->op)) {
+      Code a = convert(n->a, DataType::Bool()), b = convert(n->b, DataType::Bool());
+      if (n->op == BinaryOp::And) return {wrap(a, kAndAnd) + " && " + wrap(b, kAndAnd - 1), kAndAnd};
+      return {wrap(a, kOrOr) + " || " + wrap(b, kAndAnd), kOrOr};
+    }
+    if (is_comparison(n->op)) {
+      DataType ct = compute_type(common_type(n->a->dtype, n->b->dtype));
+      Code a = convert(n->a, ct), b = convert(n->b, ct);
+      const char* op = ">=";
+      int prec = kRel;
+      switch (n->op) {
+        case BinaryOp::EQ:
+          op = "==";
+          prec = kEq;
+          break;
+        case BinaryOp::NE:
+          op = "!=";
+          prec = kEq;
+          break;
+        case BinaryOp::LT:
+          op = "<";
+          break;
+        case BinaryOp::LE:
+          op = "<=";
+          break;
+        case BinaryOp::GT:
+          op = ">";
+          break;
+        default:
+          break;
+      }
+      return {wrap(a, prec) + " " + op + " " + wrap(b, prec - 1), prec};
+    }
+    DataType ct = compute_type(rt);
+    if (ct.is_bool()) ct = DataType::Int(32);
+    Code a = convert(n->a, ct), b = convert(n->b, ct);
+    bool is_float = ct.is_float();
+    auto infix = [&](const char* op, int prec) {
+      return Code{wrap(a, prec) + " " + op + " " + wrap(b, prec - 1), prec};
+    };
+    auto fn = [&](const char* name) { return Code{std::string(name) + "(" + a.text + ", " + b.text + ")"}; };
+    bool fast = !is_float && nonneg(n->a) && nonneg(n->b);
+    Code r;
+    switch (n->op) {
+      case BinaryOp::Add:
+        r = infix("+", kAdd);
+        break;
+      case BinaryOp::Sub:
+        r = infix("-", kAdd);
+        break;
+      case BinaryOp::Mul:
+        r = infix("*", kMul);
+        break;
+      case BinaryOp::Div:
+        r = infix("/", kMul);
+        break;
+      case BinaryOp::Mod:
+        r = is_float ? fn("tl::fmod") : infix("%", kMul);
+        break;
+      case BinaryOp::FloorDiv:
+        r = fast ? infix("/", kMul) : fn("tl::floordiv");
+        break;
+      case BinaryOp::FloorMod:
+        r = fast ? infix("%", kMul) : fn("tl::floormod");
+        break;
+      case BinaryOp::Min:
+        r = fn("tl::min");
+        break;
+      case BinaryOp::Max:
+        r = fn("tl::max");
+        break;
+      default:
+        fail(ErrorKind::Internal, sp, std::string("internal: unexpected operator ") + binary_op_name(n->op));
+    }
+    if (rt.is_bool()) return convert_code(r, ct, rt, sp);
+    return finish(r, rt, sp);
+  }
+
+  static bool is_statement_call(const std::string& op) {
+    return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
+           op == "cp_async_wait";
+  }
+
+  Code emit_call(const CallNode* n) {
+    const std::string& op = n->op;
+    Span sp = n->span;
+    if (op == "thread_index")
+      fail(ErrorKind::Internal, sp, "internal: thread_index() was not lowered to a thread variable",
+           "the GPU pipeline binds thread indices to the kernel's thread variables; this is a compiler bug");
+    if (is_statement_call(op))
+      fail(ErrorKind::Internal, sp, "internal: T." + op + " is used as a value", "call it as a statement");
+    if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min") return emit_atomic(n);
+    if (op == "shfl_xor") return emit_shfl_xor(n);
+    const IntrinsicInfo* info = find_intrinsic(op);
+    if (!info) fail(ErrorKind::Unsupported, sp, "intrinsic '" + op + "' is not available on target cuda");
+    if (info->arity >= 0 && int(n->args.size()) != info->arity)
+      fail(ErrorKind::Internal, sp, "internal: T." + op + " called with " + std::to_string(n->args.size()) +
+                                        " argument(s)");
+    if (info->math) {
+      DataType ct = compute_type(n->dtype);
+      if (!ct.is_float()) ct = DataType::Float(32);
+      std::string text = "tl::" + op + "(";
+      for (size_t i = 0; i < n->args.size(); ++i) text += (i ? ", " : "") + convert(n->args[i], ct).text;
+      text += ")";
+      return convert_code({text}, ct, n->dtype.is_float() ? n->dtype : ct, sp);
+    }
+    const Expr& x = n->args[0];
+    DataType xt = x->dtype;
+    if (op == "abs") {
+      DataType ct = compute_type(xt);
+      if (ct.is_bool()) return emit(x);
+      Code r{"tl::abs(" + convert(x, ct).text + ")"};
+      return convert_code(finish(r, xt, sp), xt, n->dtype, sp);
+    }
+    if (op == "isnan" || op == "isinf") {
+      if (!xt.is_float()) return {"false"};
+      return {"tl::" + op + "(" + convert(x, compute_type(xt)).text + ")"};
+    }
+    fail(ErrorKind::Unsupported, sp, "intrinsic '" + op + "' is not available on target cuda");
+  }
+
+  // atomic_add/max/min(BufferLoad, value): the element's previous value.
+  Code emit_atomic(const CallNode* n) {
+    const std::string& op = n->op;
+    if (n->args.size() != 2)
+      fail(ErrorKind::Internal, n->span, "internal: T." + op + " takes an element and a value");
+    auto* dst = as<BufferLoadNode>(n->args[0]);
+    if (!dst)
+      fail(ErrorKind::Type, n->span, "the first argument of T." + op + " must be a buffer element",
+           "write T." + op + "(C[i, j], value)");
+    const Buffer& b = dst->buffer;
+    ctype(b->dtype, dst->span, "buffer '" + b->name + "'");
+    if (b->dtype.is_bool())
+      fail(ErrorKind::Unsupported, n->span, "T." + op + " on a bool buffer is not supported");
+    if (b->scope == scope::kLocalVar || b->scope == scope::kLocal)
+      fail(ErrorKind::Unsupported, n->span, "T." + op + " on a per-thread buffer ('" + b->name + "')",
+           "atomics update global or shared memory; update a local value directly");
+    Code value = convert(n->args[1], b->dtype);
+    return {"tl::" + op + "(&" + element(b, dst->indices, dst->span) + ", " + value.text + ")"};
+  }
+
+  Code emit_shfl_xor(const CallNode* n) {
+    if (n->args.size() != 3)
+      fail(ErrorKind::Internal, n->span, "internal: shfl_xor takes (value, lane_mask, width)");
+    const Expr& v = n->args[0];
+    std::string mask = convert(n->args[1], DataType::Int(32)).text;
+    std::string width = convert(n->args[2], DataType::Int(32)).text;
+    DataType t = v->dtype;
+    Code value = convert(v, t);
+    Code r;
+    // The 8-bit floats and bool have no hardware shuffle overload: the header's wrapper widens them.
+    if (t.is_bool() || t.code == TypeCode::Float8E4M3 || t.code == TypeCode::Float8E5M2)
+      r = {"tl::shfl_xor(" + value.text + ", " + mask + ", " + width + ")"};
+    else
+      r = {"__shfl_xor_sync(0xffffffffu, " + value.text + ", " + mask + ", " + width + ")"};
+    return convert_code(r, t, n->dtype, n->span);
+  }
+
+  // A literal that is an int64 wherever it meets an int64 operand.
+  static Code int64_literal(int64_t v) {
+    if (v == std::numeric_limits<int64_t>::min()) return {"(-9223372036854775807LL - 1)", kAdd};
+    bool wide = v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max();
+    return {std::to_string(v) + (wide ? "LL" : ""), v < 0 ? kUnary : kPrimary};
+  }
+
+  // An int64 rendering of an integer expression: every variable is widened before any
+  // arithmetic, so products of extents cannot overflow int32.
+  Code emit_int64(const Expr& e) {
+    DataType i64 = DataType::Int(64);
+    if (auto* i = as<IntImmNode>(e)) return int64_literal(i->value);
+    if (auto* v = as<VarNode>(e)) {
+      std::string name = var_name(v, e->span);
+      return v->dtype == i64 ? Code{name} : Code{"(int64_t)" + name, kUnary};
+    }
+    if (auto* b = as<BinaryNode>(e); b && b->dtype.is_int()) {
+      auto infix = [&](const char* op, int prec) {
+        return Code{wrap(emit_int64(b->a), prec) + " " + op + " " + wrap(emit_int64(b->b), prec - 1), prec};
+      };
+      // Both arguments of the tl:: helpers must be int64_t exactly (one overload).
+      auto arg = [&](const Expr& x) {
+        auto* imm = as<IntImmNode>(x);
+        return imm ? "(int64_t)" + wrap(int64_literal(imm->value), kPrimary) : emit_int64(x).text;
+      };
+      auto fn = [&](const char* name) { return Code{std::string(name) + "(" + arg(b->a) + ", " + arg(b->b) + ")"}; };
+      bool fast = nonneg(b->a) && nonneg(b->b);
+      switch (b->op) {
+        case BinaryOp::Add:
+          return infix("+", kAdd);
+        case BinaryOp::Sub:
+          return infix("-", kAdd);
+        case BinaryOp::Mul:
+          return infix("*", kMul);
+        case BinaryOp::FloorDiv:
+          return fast ? infix("/", kMul) : fn("tl::floordiv");
+        case BinaryOp::FloorMod:
+          return fast ? infix("%", kMul) : fn("tl::floormod");
+        case BinaryOp::Min:
+          return fn("tl::min");
+        case BinaryOp::Max:
+          return fn("tl::max");
+        default:
+          break;
+      }
+    }
+    if (auto* c = as<CastNode>(e);
+        c && c->value->dtype.is_int() && c->dtype.is_int() && c->dtype.bits >= c->value->dtype.bits)
+      return emit_int64(c->value);
+    return convert(e, i64);
+  }
+
+  // `name[offset]` (or the scalar of a local.var) for an element of b.
+  std::string element(const Buffer& b, const std::vector<Expr>& indices, Span span) {
+    const BufferInfo& info = buffer_info(b, span);
+    if (info.scalar) return info.name;
+    return info.name + "[" + offset(b, info, indices, span) + "]";
+  }
+
+  std::string offset(const Buffer& b, const BufferInfo& info, const std::vector<Expr>& indices, Span span) {
+    if (indices.empty()) return "0";
+    std::vector<Expr> strides = b->effective_strides();
+    if (indices.size() == 1 && strides.size() != 1) {
+      strides = {make_int(1)};  // an already flattened index
+    } else if (indices.size() != strides.size()) {
+      fail(ErrorKind::Internal, span,
+           "internal: buffer '" + b->name + "' has " + std::to_string(strides.size()) +
+               " dimension(s) but is indexed with " + std::to_string(indices.size()));
+    }
+    for (auto& i : indices)
+      if (!i->dtype.is_integer())
+        fail(ErrorKind::Type, span, "buffer '" + b->name + "' is indexed with a value of dtype " + i->dtype.str(),
+             "indices are integers");
+    if (indices.size() == 1 && const_int(strides[0]) && *const_int(strides[0]) == 1) return emit(indices[0]).text;
+    // Narrow offsets: a buffer of fewer than 2^31 elements indexed with int32 values.
+    bool narrow = !info.wide_offsets;
+    for (auto& i : indices) narrow = narrow && i->dtype.is_int() && i->dtype.bits <= 32;
+    std::vector<std::string> terms;
+    for (size_t d = 0; d < indices.size(); ++d) {
+      const int64_t* stride = const_int(strides[d]);
+      const int64_t* idx_const = const_int(indices[d]);
+      if ((stride && *stride == 0) || (idx_const && *idx_const == 0)) continue;
+      Code idx = emit(indices[d]);
+      if (stride && *stride == 1) {
+        terms.push_back(wrap(idx, kAdd - 1));  // int64 terms around it widen the sum
+        continue;
+      }
+      if (narrow && stride) {
+        terms.push_back(wrap(idx, kMul) + " * " + std::to_string(*stride));
+        continue;
+      }
+      Code idx64 = indices[d]->dtype == DataType::Int(64) ? idx : convert(indices[d], DataType::Int(64));
+      std::string s;
+      if (stride) {
+        s = wrap(int64_literal(*stride), kUnary);
+      } else if (d < info.strides.size() && !info.strides[d].empty() && strides.size() == info.strides.size()) {
+        s = info.strides[d];
+      } else {
+        s = wrap(emit_int64(strides[d]), kUnary);
+      }
+      terms.push_back(wrap(idx64, kMul) + " * " + s);
+    }
+    if (terms.empty()) return "0";
+    std::string text;
+    for (size_t k = 0; k < terms.size(); ++k) text += (k ? " + " : "") + terms[k];
+    return text;
+  }
+
+  // ---------------------------------------------------------------- statements
+  void emit_stmt(const Stmt& s) {
+    if (!s) return;
+    switch (s->kind) {
+      case StmtKind::Seq:
+        for (auto& x : as<SeqStmtNode>(s)->seq) emit_stmt(x);
+        return;
+      case StmtKind::For:
+        return emit_for(as<ForNode>(s));
+      case StmtKind::IfThenElse:
+        return emit_if(as<IfThenElseNode>(s));
+      case StmtKind::BufferStore: {
+        auto* n = as<BufferStoreNode>(s);
+        std::string lhs = element(n->buffer, n->indices, n->span);
+        Code value = convert(n->value, n->buffer->dtype);
+        line(lhs + " = " + value.text + ";");
+        return;
+      }
+      case StmtKind::LetStmt: {
+        auto* n = as<LetStmtNode>(s);
+        std::string t = ctype(n->var->dtype, n->span, "variable '" + n->var->name + "'");
+        Code value = convert(n->value, n->var->dtype);
+        bool nn = n->var->dtype.is_integer() && nonneg(n->value);
+        std::string name = names_.fresh(n->var->name);
+        line("const " + t + " " + name + " = " + value.text + ";");
+        with_var(n->var, name, nn, [&] { emit_stmt(n->body); });
+        return;
+      }
+      case StmtKind::Evaluate:
+        return emit_evaluate(as<EvaluateNode>(s));
+      case StmtKind::Allocate:
+        return emit_allocate(as<AllocateNode>(s));
+      case StmtKind::TileOp:
+        fail(ErrorKind::Internal, s->span,
+             "internal: tile operator T." + as<TileOpNode>(s)->op + " was not lowered before CUDA code generation",
+             "the GPU pipeline lowers every tile operator to thread-level code; this is a compiler bug");
+      case StmtKind::Kernel:
+        fail(ErrorKind::Unsupported, s->span, "a T.Kernel inside another T.Kernel",
+             "launch the kernels one after another");
+    }
+  }
+
+  void emit_block(const Stmt& body) {
+    ++indent_;
+    emit_stmt(body);
+    --indent_;
+  }
+
+  void emit_for(const ForNode* n) {
+    if (n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Pipelined)
+      fail(ErrorKind::Internal, n->span,
+           std::string("internal: a ") + (n->for_kind == ForKind::Parallel ? "T.Parallel" : "T.Pipelined") +
+               " loop over '" + n->var->name + "' was not lowered before CUDA code generation",
+           "the GPU pipeline partitions parallel loops over threads and expands pipelines; "
+           "this is a compiler bug");
+    if (n->for_kind == ForKind::Vectorized && try_vector_copy(n)) return;
+    DataType vt = n->var->dtype;
+    std::string t = ctype(vt, n->span, "loop variable '" + n->var->name + "'");
+    if (!vt.is_integer()) fail(ErrorKind::Type, n->span, "loop variable '" + n->var->name + "' must be an integer");
+    std::string name = names_.fresh(n->var->name);
+    Code mn = convert(n->min, vt);
+    Code ext = convert(n->extent, vt);
+    std::string bound;
+    const int64_t* m = const_int(n->min);
+    if (m && *m == 0) {
+      bound = wrap(ext, kRel - 1);
+    } else {
+      std::string end = names_.fresh(name + "_end");
+      line("const " + t + " " + end + " = " + wrap(mn, kAdd) + " + " + wrap(ext, kAdd - 1) + ";");
+      bound = end;
+    }
+    if (n->for_kind == ForKind::Unrolled || n->for_kind == ForKind::Vectorized) pragma("unroll");
+    line("for (" + t + " " + name + " = " + mn.text + "; " + name + " < " + bound + "; ++" + name + ") {");
+    bool nn = nonneg(n->min);
+    with_var(n->var, name, nn, [&] { emit_block(n->body); });
+    line("}");
+  }
+
+  // `for v in vectorized(L): dst[base + v] = src[base2 + v]` as one 4/8/16-byte access.
+  bool try_vector_copy(const ForNode* n) {
+    const int64_t* lanes = const_int(n->extent);
+    auto* store = as<BufferStoreNode>(n->body);
+    if (!lanes || !store) return false;
+    auto* load = as<BufferLoadNode>(store->value);
+    if (!load || load->buffer->dtype != store->buffer->dtype) return false;
+    int64_t bytes = *lanes * store->buffer->dtype.bytes();
+    const char* vec = bytes == 4 ? "uint32_t" : bytes == 8 ? "uint2" : bytes == 16 ? "uint4" : nullptr;
+    if (!vec || store->buffer->dtype.is_sub_byte() || store->buffer->dtype.lanes != 1) return false;
+    const VarNode* v = n->var.get();
+    // The indices of the first lane's element, or nothing when the access is not `base + v`.
+    auto first_lane = [&](const Buffer& b, const std::vector<Expr>& idx) -> std::optional<std::vector<Expr>> {
+      if (b->scope == scope::kLocalVar || idx.empty()) return std::nullopt;
+      auto strides = b->effective_strides();
+      if (idx.size() > 1 && !(const_int(strides.back()) && *const_int(strides.back()) == 1)) return std::nullopt;
+      for (size_t d = 0; d + 1 < idx.size(); ++d)
+        if (mentions_var(idx[d], v)) return std::nullopt;
+      bool ok = true;
+      Expr base = lane_base(idx.back(), v, &ok);
+      if (!ok) return std::nullopt;
+      const int64_t* m = const_int(n->min);
+      Expr start = m && *m == 0 ? (base ? base : n->min) : (base ? add(base, n->min) : n->min);
+      std::vector<Expr> out(idx.begin(), idx.end() - 1);
+      out.push_back(start);
+      return out;
+    };
+    auto dst_idx = first_lane(store->buffer, store->indices);
+    auto src_idx = first_lane(load->buffer, load->indices);
+    if (!dst_idx || !src_idx) return false;
+    std::string dst = element(store->buffer, *dst_idx, store->span);
+    std::string src = element(load->buffer, *src_idx, load->span);
+    std::string v_t = vec;
+    line("*reinterpret_cast<" + v_t + "*>(&" + dst + ") = *reinterpret_cast<const " + v_t + "*>(&" + src + ");");
+    return true;
+  }
+
+  void emit_if(const IfThenElseNode* n) {
+    line("if (" + convert(n->cond, DataType::Bool()).text + ") {");
+    emit_block(n->then_case);
+    if (n->else_case) {
+      line("} else {");
+      emit_block(n->else_case);
+    }
+    line("}");
+  }
+
+  int64_t const_arg(const CallNode* call, size_t i, const std::string& what) {
+    if (call->args.size() <= i || !const_int(call->args[i]))
+      fail(ErrorKind::Internal, call->span, "internal: " + call->op + " needs a constant " + what);
+    return *const_int(call->args[i]);
+  }
+
+  void emit_evaluate(const EvaluateNode* n) {
+    auto* call = as<CallNode>(n->value);
+    if (!call) {
+      if (n->value->kind == ExprKind::IntImm || n->value->kind == ExprKind::FloatImm) return;
+      line("(void)(" + emit(n->value).text + ");");
+      return;
+    }
+    const std::string& op = call->op;
+    if (op == "print") return emit_print(call);
+    if (op == "sync_threads") {
+      line("__syncthreads();");
+      return;
+    }
+    if (op == "cp_async") {
+      require_arch(80, call->span, "cp.async");
+      int64_t bytes = const_arg(call, 2, "byte count");
+      if (bytes != 4 && bytes != 8 && bytes != 16)
+        fail(ErrorKind::Unsupported, call->span, "cp.async copies 4, 8 or 16 bytes, not " + std::to_string(bytes));
+      auto* dst = as<BufferLoadNode>(call->args[0]);
+      auto* src = as<BufferLoadNode>(call->args[1]);
+      if (!dst || !src || !dst->buffer->is_shared() || !src->buffer->is_global())
+        fail(ErrorKind::Internal, call->span, "internal: cp_async takes (shared element, global element, bytes)");
+      line("tl::cp_async<" + std::to_string(bytes) + ">(&" + element(dst->buffer, dst->indices, dst->span) + ", &" +
+           element(src->buffer, src->indices, src->span) + ");");
+      return;
+    }
+    if (op == "cp_async_commit") {
+      require_arch(80, call->span, "cp.async");
+      line("tl::cp_async_commit();");
+      return;
+    }
+    if (op == "cp_async_wait") {
+      require_arch(80, call->span, "cp.async");
+      int64_t pending = const_arg(call, 0, "group count");
+      line("tl::cp_async_wait<" + std::to_string(pending) + ">();");
+      return;
+    }
+    if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min") {
+      line(emit_atomic(call).text + ";");
+      return;
+    }
+    line("(void)(" + emit(n->value).text + ");");
+  }
+
+  void require_arch(int min_arch, Span span, const std::string& feature) {
+    int a = arch_number(opts_.arch);
+    if (a && a < min_arch)
+      fail(ErrorKind::Unsupported, span,
+           feature + " needs sm_" + std::to_string(min_arch) + " or newer; the target is " + opts_.arch,
+           "compile for a newer architecture or copy through registers");
+  }
+
+  // printf of the pieces on one line, prefixed with the block and thread indices.
+  void emit_print(const CallNode* call) {
+    std::string fmt = "block (%d, %d, %d) thread (%d, %d, %d): ";
+    std::string args = "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, "
+                       "(int)threadIdx.x, (int)threadIdx.y, (int)threadIdx.z";
+    for (const Expr& a : call->args) {
+      if (auto* s = as<StringImmNode>(a)) {
+        for (char c : s->value) fmt += c == '%' ? std::string("%%") : std::string(1, c);
+        continue;
+      }
+      DataType t = a->dtype;
+      check_dtype(t, a->span, "a printed value");
+      if (t.is_bool()) {
+        fmt += "%s";
+        args += ", tl::bool_str(" + convert(a, t).text + ")";
+      } else if (t.is_float()) {
+        fmt += "%.9g";
+        args += ", (double)" + wrap(convert(a, compute_type(t)), kUnary);
+      } else if (t.is_int()) {
+        fmt += "%lld";
+        args += ", (long long)" + wrap(emit(a), kUnary);
+      } else if (t.is_uint()) {
+        fmt += "%llu";
+        args += ", (unsigned long long)" + wrap(emit(a), kUnary);
+      } else {
+        fail(ErrorKind::Unsupported, a->span, "a value of dtype " + t.str() + " cannot be printed");
+      }
+    }
+    line("printf(" + string_literal(fmt + "\n") + ", " + args + ");");
+  }
+
+  void emit_allocate(const AllocateNode* n) {
+    const Buffer& b = n->buffer;
+    std::string t = ctype(b->dtype, n->span, "buffer '" + b->name + "'");
+    BufferInfo info;
+    info.name = names_.fresh(b->name);
+    if (b->scope == scope::kLocalVar) {
+      info.scalar = true;
+      auto it = n->attrs.find("init");
+      std::string init;
+      if (it != n->attrs.end() && std::holds_alternative<Expr>(it->second))
+        init = convert(std::get<Expr>(it->second), b->dtype).text;
+      else
+        init = convert(make_int(0), b->dtype).text;  // zero: never read garbage
+      line(t + " " + info.name + " = " + init + ";");
+    } else if (b->scope == scope::kShared) {
+      int64_t count = buffer_bytes(b, n->span) / b->dtype.bytes();
+      line("__shared__ alignas(16) " + t + " " + info.name + "[" + std::to_string(count > 0 ? count : 1) + "];");
+    } else if (b->scope == scope::kSharedDyn) {
+      buffer_bytes(b, n->span);
+      int64_t off = plan_->dyn_offsets.at(n);
+      line(t + "* " + info.name + " = reinterpret_cast<" + t + "*>(tl_dyn_smem + " + std::to_string(off) + ");");
+    } else if (b->scope == scope::kLocal || b->scope == scope::kFragment) {
+      int64_t count = b->const_size();
+      if (count < 0)
+        fail(ErrorKind::Unsupported, n->span,
+             "per-thread buffer '" + b->name + "' has a symbolic size, which target cuda does not support",
+             "give local buffers constant shapes");
+      // Aligned for the widest vector access its size allows.
+      int64_t bytes = std::max<int64_t>(count, 1) * b->dtype.bytes(), align = 1;
+      while (align < 16 && bytes % (align * 2) == 0) align *= 2;
+      std::string prefix = align > b->dtype.bytes() ? "alignas(" + std::to_string(align) + ") " : "";
+      line(prefix + t + " " + info.name + "[" + std::to_string(count > 0 ? count : 1) + "];");
+    } else {
+      fail(ErrorKind::Unsupported, n->span,
+           "allocation of buffer '" + b->name + "' in scope '" + b->scope + "' inside a kernel",
+           "allocate global tensors on the host and pass them as parameters");
+    }
+    info.wide_offsets = false;
+    with_buffer(b, info, [&] { emit_stmt(n->body); });
+  }
+
+  PrimFunc func_;
+  CudaCodegenOptions opts_;
+  std::vector<CudaKernelParam> params_;
+  std::ostringstream out_;
+  int indent_ = 0;
+  NameTable names_;
+  std::unordered_map<const VarNode*, std::string> var_names_;
+  std::unordered_set<const VarNode*> nonneg_;
+  std::unordered_map<const void*, BufferInfo> buffers_;
+  const SharedPlan* plan_ = nullptr;
+};
+
+}  // namespace
+
+std::string codegen_cuda(const PrimFunc& lowered, const CudaCodegenOptions& opts) {
+  if (!lowered) fail(ErrorKind::Internal, {}, "internal: codegen_cuda called without a function");
+  return CodeGenCUDA(lowered, opts).run();
+}
+
+std::vector<CudaKernelInfo> cuda_kernel_infos(const PrimFunc& lowered) {
+  if (!lowered) fail(ErrorKind::Internal, {}, "internal: cuda_kernel_infos called without a function");
+  auto sites = find_kernels(lowered);
+  auto params = kernel_params(*lowered);
+  std::vector<CudaKernelInfo> out;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const KernelNode* k = sites[i].kernel;
+    CudaKernelInfo info;
+    info.name = kernel_name(*lowered, i, sites.size());
+    // Grid extents over parameters only: substitute the host lets, innermost first.
+    for (size_t d = 0; d < 3; ++d) {
+      Expr g = d < k->grid.size() ? k->grid[d] : make_int(1);
+      for (auto it = sites[i].lets.rbegin(); it != sites[i].lets.rend(); ++it)
+        g = substitute(g, {{(*it)->var.get(), (*it)->value}});
+      info.grid[d] = g;
+    }
+    for (size_t d = 0; d < k->threads.size() && d < 3; ++d) info.block[d] = k->threads[d];
+    SharedPlan plan = plan_shared(k);
+    info.dynamic_shared_bytes = plan.dyn_bytes;
+    info.static_shared_bytes = plan.static_bytes;
+    info.params = params;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+}  // namespace tl

@@ -1,0 +1,58 @@
+// CUDA C++ from a function lowered to thread-level IR (docs/gpu_lowering.md,
+// "Thread-level IR"). The source has device code only and compiles with NVRTC and nvcc.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/function.h"
+
+namespace tl {
+
+struct CudaCodegenOptions {
+  // Target architecture ("sm_80", "sm_90a", ...): gates instructions (cp.async needs
+  // sm_80) and is named in the source's header comment.
+  std::string arch = "sm_80";
+  // Emit __launch_bounds__(threads per block), which lets ptxas budget registers for it.
+  bool launch_bounds = true;
+};
+
+// One parameter of a generated kernel. Every kernel of a function has the same list:
+// the function's parameters in order (a buffer as a pointer to its element type, a
+// scalar by value in its dtype), then the shape variables that are not also scalar
+// parameters (tl::shape_vars order), each passed as int64_t.
+struct CudaKernelParam {
+  enum class Kind { Buffer, Scalar, ShapeVar };
+  Kind kind;
+  std::string name;  // the IR name (buffer or variable)
+  DataType dtype;    // buffer: element dtype; scalar: its dtype; shape variable: int64
+  Var var;           // scalar or shape variable; a buffer's data variable
+  int param_index;   // index into PrimFunc::params, -1 for a shape variable
+};
+
+struct CudaKernelInfo {
+  std::string name;  // the extern "C" entry: "<func>_kernel", or "<func>_kernel<k>" when several
+  // Grid extents x, y, z (1 where the kernel has fewer dimensions), as expressions over the
+  // scalar parameters and shape variables only (host-level lets are substituted), for the
+  // runtime to evaluate at launch.
+  std::array<Expr, 3> grid;
+  std::array<int64_t, 3> block = {1, 1, 1};
+  // Bytes of the kernel's dynamic shared memory: the end of the furthest `shared.dyn`
+  // allocation (attr "offset" + its size in bytes); allocations without "offset" are placed
+  // after those with one, in program order, each 128-byte aligned. The launch passes this
+  // value (and opts in above 48 KiB).
+  int64_t dynamic_shared_bytes = 0;
+  int64_t static_shared_bytes = 0;  // sum of the `shared` arrays, for reports
+  std::vector<CudaKernelParam> params;
+};
+
+// Throws CompileError: Unsupported for constructs the target cannot express (sub-byte or
+// vector dtypes, symbolic shared sizes, ...), Internal for tile-level constructs that should
+// have been lowered (T.Parallel, T.Pipelined, tile operators).
+std::string codegen_cuda(const PrimFunc& lowered, const CudaCodegenOptions& opts = {});
+
+// The kernels codegen_cuda(lowered) defines, in order, with what the runtime needs to launch them.
+std::vector<CudaKernelInfo> cuda_kernel_infos(const PrimFunc& lowered);
+
+}  // namespace tl

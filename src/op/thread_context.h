@@ -1,0 +1,49 @@
+// What a thread-level lowering of a tile operator knows: which thread runs the code, how
+// each fragment is spread over the threads, and where to put scratch storage.
+#pragma once
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "arith/analyzer.h"
+#include "ir/stmt.h"
+#include "layout/tile_partition.h"
+#include "target/target.h"
+
+namespace tl {
+
+using LayoutMap = std::unordered_map<const BufferNode*, TilePartition>;
+
+struct ThreadContext {
+  const Target& target;
+  arith::Analyzer& analyzer;
+  Expr thread;          // the flat index of the executing thread in its block
+  int64_t num_threads;
+  const LayoutMap& layouts;
+  // Block-level scratch buffers (shared memory) a lowering allocates; the pass wraps the
+  // lowered operator in their allocations.
+  std::vector<Buffer> scratch;
+
+  // The layout of a fragment buffer; null for other scopes.
+  const TilePartition* layout_of(const Buffer& b) const {
+    auto it = layouts.find(b.get());
+    return it == layouts.end() ? nullptr : &it->second;
+  }
+  // The default spread of a tile of this shape and dtype (for shared/global work).
+  TilePartition default_partition(const std::vector<int64_t>& shape, DataType t) const {
+    return TilePartition::grid(shape, num_threads, t.bytes());
+  }
+  // Loops over the elements the executing thread owns under p, with body(index) inside
+  // (guarded by the existence condition); loop variables are bound in the analyzer while
+  // body is built.
+  Stmt over_owned(const TilePartition& p, const std::function<Stmt(const std::vector<Expr>&)>& body,
+                  Span span, const std::string& prefix = "t");
+  // Loops over the points of an operator's iteration space (the squeezed extents of the
+  // regions it pairs) that the executing thread handles: those whose element of `driver`
+  // it owns when driver is a fragment (covered whole by its region), else a default share
+  // of the space. body receives the point (one index per squeezed dimension).
+  Stmt over_points(const std::string& op_name, const BufferRegion& driver, const std::vector<Expr>& space,
+                   const std::function<Stmt(const std::vector<Expr>&)>& body, Span span);
+};
+
+}  // namespace tl

@@ -1,0 +1,182 @@
+#include "transform/layout_inference.h"
+
+#include <unordered_map>
+
+#include "ir/error.h"
+#include "ir/functor.h"
+
+namespace tl {
+namespace {
+
+std::vector<int64_t> constant_shape(const Buffer& b, Span span) {
+  std::vector<int64_t> out;
+  for (auto& e : b->shape) {
+    const int64_t* v = const_int(e);
+    if (!v)
+      fail(ErrorKind::Unsupported, span,
+           "fragment '" + b->name + "' has a symbolic shape; fragments need constant shapes on GPU targets",
+           "size fragments with Python constants (tile sizes)");
+    out.push_back(*v);
+  }
+  return out;
+}
+
+// A layout decided for a buffer, with the line that decided it (for conflict messages).
+struct Decision {
+  TilePartition layout;
+  Span span;
+  bool derived;  // from rules 1-2, not the default
+};
+
+class LayoutInference : public IRVisitor {
+ public:
+  explicit LayoutInference(const KernelNode& k) : threads_(k.num_threads()) {}
+
+  LayoutMap run(const KernelNode& k) {
+    visit(k.body);  // collects fragments, gives rank >= 2 ones their default
+    derive_ = true;
+    visit(k.body);  // derivations from reductions and loops, in program order
+    LayoutMap out;
+    for (auto& [buf, spec] : fragments_) {
+      auto it = decided_.find(buf);
+      out.emplace(buf, it != decided_.end() ? it->second.layout
+                                            : TilePartition::grid(spec.shape, threads_, spec.elem_bytes));
+    }
+    return out;
+  }
+
+ protected:
+  using IRVisitor::visit;
+
+  void visit_allocate(const AllocateNode* n) override {
+    if (!derive_ && n->buffer->is_fragment()) {
+      auto shape = constant_shape(n->buffer, n->span);
+      fragments_[n->buffer.get()] = {shape, n->buffer->dtype.bytes()};
+      if (shape.size() >= 2)
+        decided_.insert({n->buffer.get(), {TilePartition::grid(shape, threads_, n->buffer->dtype.bytes()),
+                                           n->span, false}});
+    }
+    IRVisitor::visit_allocate(n);
+  }
+
+  void decide(const Buffer& b, const TilePartition& layout, Span span) {
+    auto it = decided_.find(b.get());
+    if (it == decided_.end() || !it->second.derived) {
+      decided_.insert_or_assign(b.get(), Decision{layout, span, true});
+      return;
+    }
+    if (it->second.layout == layout) return;
+    fail(ErrorKind::Layout, span,
+         "conflicting layouts for fragment '" + b->name + "': " + it->second.layout.str() + " (required at " +
+             it->second.span.str() + ") and " + layout.str() + " (required here)",
+         "use separate fragments for the two uses, or copy between them through shared memory");
+  }
+
+  const TilePartition* layout_of(const Buffer& b) const {
+    auto it = decided_.find(b.get());
+    return it == decided_.end() ? nullptr : &it->second.layout;
+  }
+
+  void visit_tile_op(const TileOpNode* n) override {
+    if (derive_ && n->op == "reduce" && n->regions.size() == 2) {
+      const Buffer &src = n->regions[0].buffer, &dst = n->regions[1].buffer;
+      const TilePartition* from = layout_of(src);
+      auto dim_it = n->attrs.find("dim");
+      if (from && dst->is_fragment() && from->is_2d() && dim_it != n->attrs.end() &&
+          std::holds_alternative<int64_t>(dim_it->second)) {
+        int64_t dim = std::get<int64_t>(dim_it->second);
+        int64_t rank = int64_t(src->shape.size());
+        auto shape = constant_shape(dst, n->span);
+        if (dim == rank - 1) decide(dst, from->row_replicated(shape), n->span);
+        else if (dim == 0 && rank == 2) decide(dst, from->col_replicated(shape), n->span);
+      }
+    }
+    IRVisitor::visit_tile_op(n);
+  }
+
+  void visit_for(const ForNode* n) override {
+    if (!derive_ || n->for_kind != ForKind::Parallel) return IRVisitor::visit_for(n);
+    // The nest's variables, outermost first.
+    std::vector<const VarNode*> vars;
+    const ForNode* f = n;
+    Stmt body;
+    while (true) {
+      vars.push_back(f->var.get());
+      auto* inner = as<ForNode>(f->body);
+      if (!inner || inner->for_kind != ForKind::Parallel) {
+        body = f->body;
+        break;
+      }
+      f = inner;
+    }
+    // A 2-D fragment indexed by the loop variables themselves lends its layout to the
+    // rank-1 fragments indexed by one of them.
+    const TilePartition* driver = nullptr;
+    std::vector<std::pair<Buffer, std::vector<Expr>>> accesses;
+    for_each_expr(body, [&](const ExprNode* e) {
+      if (auto* l = dynamic_cast<const BufferLoadNode*>(e))
+        if (l->buffer->is_fragment()) accesses.push_back({l->buffer, l->indices});
+    });
+    collect_stores(body, accesses);
+    auto var_at = [&](const Expr& e) -> int {
+      auto* v = as<VarNode>(e);
+      for (size_t k = 0; v && k < vars.size(); ++k)
+        if (vars[k] == v) return int(k);
+      return -1;
+    };
+    int driver_i = -1, driver_j = -1;
+    for (auto& [buf, idx] : accesses) {
+      const TilePartition* l = layout_of(buf);
+      if (!l || !l->is_2d() || l->kind() != TilePartition::Kind::Grid || idx.size() != 2) continue;
+      int a = var_at(idx[0]), b = var_at(idx[1]);
+      if (a >= 0 && b >= 0 && a != b) {
+        driver = l;
+        driver_i = a;
+        driver_j = b;
+        break;
+      }
+    }
+    if (driver) {
+      for (auto& [buf, idx] : accesses) {
+        if (idx.size() != 1 || decided_.count(buf.get())) continue;
+        int k = var_at(idx[0]);
+        auto shape = constant_shape(buf, n->span);
+        if (k == driver_i) decide(buf, driver->row_replicated(shape), n->span);
+        else if (k == driver_j) decide(buf, driver->col_replicated(shape), n->span);
+      }
+    }
+    IRVisitor::visit_for(n);
+  }
+
+ private:
+  static void collect_stores(const Stmt& s, std::vector<std::pair<Buffer, std::vector<Expr>>>& out) {
+    struct Stores : IRVisitor {
+      std::vector<std::pair<Buffer, std::vector<Expr>>>* out;
+      using IRVisitor::visit;
+      void visit_store(const BufferStoreNode* n) override {
+        if (n->buffer->is_fragment()) out->push_back({n->buffer, n->indices});
+        IRVisitor::visit_store(n);
+      }
+    } v;
+    v.out = &out;
+    v.visit(s);
+  }
+
+  struct Spec {
+    std::vector<int64_t> shape;
+    int elem_bytes;
+  };
+  int64_t threads_;
+  bool derive_ = false;
+  std::unordered_map<const BufferNode*, Spec> fragments_;
+  std::unordered_map<const BufferNode*, Decision> decided_;
+};
+
+}  // namespace
+
+LayoutMap infer_layouts(const KernelNode& kernel) {
+  LayoutInference inference(kernel);
+  return inference.run(kernel);
+}
+
+}  // namespace tl

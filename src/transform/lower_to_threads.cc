@@ -1,0 +1,291 @@
+#include "transform/lower_to_threads.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/error.h"
+#include "ir/functor.h"
+#include "ir/op.h"
+#include "layout/layout.h"
+#include "op/op.h"
+#include "op/region.h"
+#include "op/thread_context.h"
+#include "transform/layout_inference.h"
+
+namespace tl {
+namespace {
+
+// Every element access to a fragment under s: (buffer, indices, span).
+struct FragmentAccess {
+  Buffer buffer;
+  std::vector<Expr> indices;
+  Span span;
+};
+std::vector<FragmentAccess> fragment_accesses(const Stmt& s) {
+  struct Collect : IRVisitor {
+    std::vector<FragmentAccess> out;
+    using IRVisitor::visit;
+    void visit_load(const BufferLoadNode* n) override {
+      if (n->buffer->is_fragment()) out.push_back({n->buffer, n->indices, n->span});
+      IRVisitor::visit_load(n);
+    }
+    void visit_store(const BufferStoreNode* n) override {
+      if (n->buffer->is_fragment()) out.push_back({n->buffer, n->indices, n->span});
+      IRVisitor::visit_store(n);
+    }
+  } c;
+  c.visit(s);
+  return c.out;
+}
+
+// Fragments become per-thread arrays: F[i, j] -> F_local[layout.local_index(i, j)].
+class FragmentToLocal : public IRMutator {
+ public:
+  explicit FragmentToLocal(const LayoutMap& layouts) : layouts_(layouts) {}
+
+ protected:
+  Buffer local_of(const Buffer& b) {
+    auto it = locals_.find(b.get());
+    if (it != locals_.end()) return it->second;
+    const TilePartition& p = layouts_.at(b.get());
+    Buffer local = make_buffer(b->name, b->dtype, {make_int(p.local_size())}, scope::kLocal, b->span);
+    locals_.emplace(b.get(), local);
+    return local;
+  }
+  Expr mutate_load(const Expr& e, const BufferLoadNode* n) override {
+    Expr m = IRMutator::mutate_load(e, n);
+    auto* l = as<BufferLoadNode>(m);
+    if (!l->buffer->is_fragment()) return m;
+    Expr index = layouts_.at(l->buffer.get()).local_index(l->indices);
+    return std::make_shared<BufferLoadNode>(l->dtype, local_of(l->buffer), std::vector<Expr>{index}, l->span);
+  }
+  Stmt mutate_store(const Stmt& s, const BufferStoreNode* n) override {
+    Stmt m = IRMutator::mutate_store(s, n);
+    auto* st = as<BufferStoreNode>(m);
+    if (!st->buffer->is_fragment()) return m;
+    Expr index = layouts_.at(st->buffer.get()).local_index(st->indices);
+    return std::make_shared<BufferStoreNode>(local_of(st->buffer), st->value, std::vector<Expr>{index}, st->span);
+  }
+  Stmt mutate_allocate(const Stmt& s, const AllocateNode* n) override {
+    Stmt m = IRMutator::mutate_allocate(s, n);
+    auto* a = as<AllocateNode>(m);
+    if (!a->buffer->is_fragment()) return m;
+    return std::make_shared<AllocateNode>(local_of(a->buffer), a->body, a->attrs, a->span);
+  }
+
+ private:
+  const LayoutMap& layouts_;
+  std::unordered_map<const BufferNode*, Buffer> locals_;
+};
+
+class ThreadLowering : public IRMutator {
+ public:
+  explicit ThreadLowering(const Target& target) : target_(target) {}
+
+ protected:
+  Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
+    if (layouts_) fail(ErrorKind::Syntax, n->span, "T.Kernel blocks cannot be nested");
+    LayoutMap layouts = infer_layouts(*n);
+    layouts_ = &layouts;
+    kernel_ = n;
+    threads_ = n->num_threads();
+    // The flat thread index: tx + ty * X + tz * X * Y.
+    thread_ = n->thread_vars.empty() ? make_int(0) : Expr(n->thread_vars[0]);
+    int64_t stride = n->threads.empty() ? 1 : n->threads[0];
+    for (size_t d = 1; d < n->thread_vars.size(); ++d) {
+      thread_ = add(thread_, mul(n->thread_vars[d], make_int(stride)));
+      stride *= n->threads[d];
+    }
+    for (size_t d = 0; d < n->block_vars.size(); ++d) bind_loop_var(az_, n->block_vars[d].get(), make_int(0), n->grid[d]);
+    for (size_t d = 0; d < n->thread_vars.size(); ++d) az_.bind(n->thread_vars[d].get(), 0, n->threads[d]);
+    Stmt body = mutate(n->body);
+    body = FragmentToLocal(layouts).mutate(body);
+    for (auto& v : n->block_vars) az_.unbind(v.get());
+    for (auto& v : n->thread_vars) az_.unbind(v.get());
+    layouts_ = nullptr;
+    return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, n->threads, body, n->span);
+  }
+
+  Stmt mutate_tile_op(const Stmt& s, const TileOpNode* n) override {
+    const TileOpDef* def = find_tile_op(n->op);
+    if (!def) fail(ErrorKind::Name, n->span, "unknown tile operator '" + n->op + "'");
+    if (!def->lower_threads)
+      fail(ErrorKind::Unsupported, n->span, "T." + n->op + " is not supported on target " + target_.kind + " yet",
+           "run this kernel on target=\"cpu\" for now");
+    ThreadContext ctx{target_, az_, thread_, threads_, *layouts_, {}};
+    Stmt lowered = def->lower_threads(*n, ctx);
+    for (auto it = ctx.scratch.rbegin(); it != ctx.scratch.rend(); ++it)
+      lowered = std::make_shared<AllocateNode>(*it, lowered, Attrs{}, n->span);
+    return lowered;
+  }
+
+  Expr mutate_call(const Expr& e, const CallNode* n) override {
+    if (n->op == "thread_index" && kernel_) {
+      const int64_t* d = const_int(n->args.at(0));
+      if (!d || *d < 0 || size_t(*d) >= kernel_->thread_vars.size())
+        fail(ErrorKind::Type, n->span, "T.get_thread_binding: no thread dimension " + to_str(n->args.at(0)));
+      return kernel_->thread_vars[*d];
+    }
+    return IRMutator::mutate_call(e, n);
+  }
+
+  Stmt mutate_store(const Stmt& s, const BufferStoreNode* n) override {
+    if (n->buffer->is_fragment() && !in_thread_code_)
+      fail(ErrorKind::Layout, n->span,
+           "element of fragment '" + n->buffer->name + "' written outside a T.Parallel loop: on target " +
+               target_.kind + " each thread holds only part of a fragment",
+           "write fragments inside `for ... in T.Parallel(...)` or with tile operators");
+    return IRMutator::mutate_store(s, n);
+  }
+  Expr mutate_load(const Expr& e, const BufferLoadNode* n) override {
+    if (n->buffer->is_fragment() && !in_thread_code_)
+      fail(ErrorKind::Layout, n->span,
+           "element of fragment '" + n->buffer->name + "' read outside a T.Parallel loop: on target " +
+               target_.kind + " each thread holds only part of a fragment",
+           "read fragments inside `for ... in T.Parallel(...)`, or reduce them into a shared buffer");
+    return IRMutator::mutate_load(e, n);
+  }
+
+  Stmt mutate_for(const Stmt& s, const ForNode* n) override {
+    if (n->for_kind == ForKind::Parallel) {
+      if (in_thread_code_)
+        fail(ErrorKind::Unsupported, n->span, "a T.Parallel loop inside another T.Parallel loop",
+             "write the nest as one `for i, j in T.Parallel(M, N)`");
+      return partition(n);
+    }
+    bind_loop_var(az_, n->var.get(), n->min, n->extent);
+    Stmt body = mutate(n->body);
+    az_.unbind(n->var.get());
+    ForKind kind = n->for_kind == ForKind::Pipelined ? ForKind::Serial : n->for_kind;
+    Attrs attrs = n->for_kind == ForKind::Pipelined ? Attrs{} : n->attrs;
+    return std::make_shared<ForNode>(n->var, mutate(n->min), mutate(n->extent), kind, body, attrs, n->span);
+  }
+
+ private:
+  static std::string to_str(const Expr& e) {
+    const int64_t* v = const_int(e);
+    return v ? std::to_string(*v) : "?";
+  }
+
+  // A T.Parallel nest: its iterations spread over the threads.
+  Stmt partition(const ForNode* n) {
+    std::vector<Var> vars;
+    std::vector<int64_t> extents;
+    const ForNode* f = n;
+    Stmt body;
+    while (true) {
+      const int64_t* mn = const_int(f->min);
+      const int64_t* ext = const_int(f->extent);
+      if (!mn || *mn != 0 || !ext)
+        fail(ErrorKind::Unsupported, f->span,
+             "T.Parallel with a symbolic or shifted range is not supported on target " + target_.kind,
+             "use constant tile extents starting at 0");
+      vars.push_back(f->var);
+      extents.push_back(*ext);
+      auto* inner = as<ForNode>(f->body);
+      if (!inner || inner->for_kind != ForKind::Parallel) {
+        body = f->body;
+        break;
+      }
+      f = inner;
+    }
+    auto accesses = fragment_accesses(body);
+    // The driver: a fragment indexed by exactly the loop variables, shaped like the nest.
+    const TilePartition* driver = nullptr;
+    std::string driver_name;
+    for (auto& a : accesses) {
+      if (a.indices.size() != vars.size()) continue;
+      bool identity = true;
+      for (size_t k = 0; k < vars.size(); ++k) identity = identity && a.indices[k] == Expr(vars[k]);
+      const TilePartition& l = layouts_->at(a.buffer.get());
+      if (identity && l.shape() == extents) {
+        driver = &l;
+        driver_name = a.buffer->name;
+        if (l.kind() == TilePartition::Kind::Grid) break;  // prefer a grid over a replicated one
+      }
+    }
+    if (!driver && !accesses.empty())
+      fail(ErrorKind::Layout, n->span,
+           "this T.Parallel loop reads or writes fragment '" + accesses[0].buffer->name +
+               "' but indexes no fragment of its shape by its loop variables, so the threads that run its "
+               "iterations cannot be chosen",
+           "loop over the fragment's own shape and index it as F[i, j]");
+    TilePartition fallback = TilePartition::grid(extents, threads_, 4);
+    const TilePartition& layout = driver ? *driver : fallback;
+    check_owners(layout, driver_name, vars, extents, accesses, n->span);
+
+    ThreadContext ctx{target_, az_, thread_, threads_, *layouts_, {}};
+    ++in_thread_code_;
+    Stmt out = ctx.over_owned(layout, [&](const std::vector<Expr>& index) {
+      std::unordered_map<const VarNode*, Expr> sub;
+      for (size_t k = 0; k < vars.size(); ++k) sub[vars[k].get()] = index[k];
+      return mutate(substitute(body, sub));
+    }, n->span, vars[0]->name);
+    --in_thread_code_;
+    return out;
+  }
+
+  // Every fragment element an iteration touches must be held by every thread that runs it.
+  void check_owners(const TilePartition& layout, const std::string& driver, const std::vector<Var>& vars,
+                    const std::vector<int64_t>& extents, const std::vector<FragmentAccess>& accesses, Span span) {
+    int64_t points = 1;
+    for (auto e : extents) points *= e;
+    if (accesses.empty() || points > (int64_t(1) << 18)) return;
+    std::vector<int64_t> point(vars.size(), 0);
+    IndexEnv env;
+    for (int64_t flat = 0; flat < points; ++flat) {
+      int64_t rest = flat;
+      for (size_t k = vars.size(); k-- > 0;) {
+        point[k] = rest % extents[k];
+        rest /= extents[k];
+        env[vars[k].get()] = point[k];
+      }
+      for (int64_t rep = 0; rep < layout.replicas(); ++rep) {
+        int64_t t = layout.thread_of(point, rep);
+        for (auto& a : accesses) {
+          std::vector<int64_t> idx;
+          bool inside = true;
+          try {
+            for (size_t d = 0; d < a.indices.size(); ++d) {
+              idx.push_back(evaluate_index(a.indices[d], env));
+              inside = inside && idx.back() >= 0 && idx.back() < *const_int(a.buffer->shape[d]);
+            }
+          } catch (const CompileError&) {
+            fail(ErrorKind::Layout, a.span,
+                 "the index of fragment '" + a.buffer->name + "' depends on values other than the loop "
+                 "variables of its T.Parallel loop",
+                 "index fragments by the loop variables (and constants) only");
+          }
+          if (!inside) continue;
+          const TilePartition& held = layouts_->at(a.buffer.get());
+          bool ok = false;
+          for (int64_t r = 0; r < held.replicas() && !ok; ++r) ok = held.thread_of(idx, r) == t;
+          if (!ok)
+            fail(ErrorKind::Layout, a.span,
+                 "fragment '" + a.buffer->name + "' is laid out as " + held.str() + ", but this T.Parallel "
+                 "loop is spread over the threads " + (driver.empty() ? "by default" : "like '" + driver + "'") +
+                 " (" + layout.str() + "): a thread would need an element another thread holds",
+                 "index the fragments of one loop the same way, or go through shared memory");
+        }
+      }
+    }
+    (void)span;
+  }
+
+  const Target& target_;
+  arith::Analyzer az_;
+  const LayoutMap* layouts_ = nullptr;
+  const KernelNode* kernel_ = nullptr;
+  Expr thread_;
+  int64_t threads_ = 1;
+  int in_thread_code_ = 0;
+};
+
+}  // namespace
+
+PrimFunc lower_to_threads(const PrimFunc& f, const Target& target) {
+  ThreadLowering pass(target);
+  return with_body(f, pass.mutate(f->body));
+}
+
+}  // namespace tl

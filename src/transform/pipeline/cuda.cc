@@ -1,0 +1,27 @@
+// Read top to bottom: the passes a kernel goes through on its way to a CUDA GPU.
+// See docs/gpu_lowering.md for the plan; passes still to come are listed there.
+#include "transform/pipeline/cuda.h"
+
+#include "transform/check_tile_ops.h"
+#include "transform/insert_barriers.h"
+#include "transform/legalize_safe_memory_access.h"
+#include "transform/lower_to_threads.h"
+#include "transform/pass.h"
+#include "transform/simplify.h"
+
+namespace tl {
+
+PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
+  std::vector<Pass> passes = {
+      {"check_tile_ops", check_tile_ops},
+      {"legalize_safe_memory_access", legalize_safe_memory_access},
+      // Barriers are placed at tile level, where every statement is one block-wide step.
+      {"insert_barriers", insert_barriers},
+      // Layouts, then each thread's share of every tile operator and T.Parallel loop.
+      {"lower_to_threads", [&](const PrimFunc& g) { return lower_to_threads(g, target); }},
+      {"simplify", simplify},
+  };
+  return run_passes(f, passes);
+}
+
+}  // namespace tl
