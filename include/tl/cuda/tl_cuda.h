@@ -290,7 +290,9 @@ TL_DEVICE long long atomic_add(long long* a, long long v) {
 TL_DEVICE unsigned long atomic_add(unsigned long* a, unsigned long v) {
   return atomicAdd(reinterpret_cast<unsigned long long*>(a), static_cast<unsigned long long>(v));
 }
-TL_DEVICE unsigned long long atomic_add(unsigned long long* a, unsigned long long v) { return atomicAdd(a, v); }
+TL_DEVICE unsigned long long atomic_add(unsigned long long* a, unsigned long long v) {
+  return atomicAdd(a, v);
+}
 TL_DEVICE float atomic_add(float* a, float v) { return atomicAdd(a, v); }
 TL_DEVICE double atomic_add(double* a, double v) { return atomicAdd(a, v); }
 TL_DEVICE __half atomic_add(__half* a, __half v) { return atomicAdd(a, v); }

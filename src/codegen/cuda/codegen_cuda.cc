@@ -65,7 +65,8 @@ void check_dtype(DataType t, Span span, const std::string& what) {
              ", which target cuda does not support: sub-byte types exist only as packed storage",
          "store the data as int8/uint8 and unpack the values with shifts and masks");
   if (t.lanes != 1)
-    fail(ErrorKind::Unsupported, span, what + " has vector dtype " + t.str() + ", which target cuda does not support",
+    fail(ErrorKind::Unsupported, span,
+         what + " has vector dtype " + t.str() + ", which target cuda does not support",
          "write the lanes as a T.vectorized loop over scalars");
 }
 
@@ -118,10 +119,38 @@ int arch_number(const std::string& arch) {
   return n;
 }
 
+// Shared memory one block may use (with the opt-in above 48 KiB), by compute capability;
+// 0 when unknown.
+int64_t max_shared_per_block(int arch) {
+  switch (arch) {
+    case 70:
+    case 72:
+      return 96 * 1024;
+    case 75:
+      return 64 * 1024;
+    case 80:
+    case 87:
+      return 163 * 1024;
+    case 86:
+    case 89:
+    case 120:
+    case 121:
+      return 99 * 1024;
+    case 90:
+    case 100:
+    case 101:
+    case 103:
+    case 110:
+      return 227 * 1024;
+    default:
+      return 0;
+  }
+}
+
 const std::unordered_set<std::string>& cuda_reserved_names() {
   static const std::unordered_set<std::string> kNames = {
-      "blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "dim3",  "half",  "uint2",
-      "uint4",    "int2",      "int4",     "float2",  "float4",   "uint",  "ulong", "tl_dyn_smem",
+      "blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "dim3", "half",  "uint2",
+      "uint4",    "int2",      "int4",     "float2",  "float4",   "uint", "ulong", "tl_dyn_smem",
   };
   return kNames;
 }
@@ -136,7 +165,9 @@ bool mentions_var(const Expr& e, const VarNode* v) {
   return found;
 }
 
-const void* buffer_key(const Buffer& b) { return b->data ? (const void*)b->data.get() : (const void*)b.get(); }
+const void* buffer_key(const Buffer& b) {
+  return b->data ? (const void*)b->data.get() : (const void*)b.get();
+}
 
 // What a kernel body touches: variables, and buffers read or written.
 struct KernelUses {
@@ -203,7 +234,8 @@ std::vector<KernelSite> find_kernels(const PrimFunc& f) {
         break;
       case StmtKind::TileOp:
         fail(ErrorKind::Internal, s->span,
-             "internal: tile operator T." + as<TileOpNode>(s)->op + " was not lowered before CUDA code generation",
+             "internal: tile operator T." + as<TileOpNode>(s)->op +
+                 " was not lowered before CUDA code generation",
              "this is a compiler bug; please report it with the kernel");
       default:
         break;
@@ -423,6 +455,13 @@ class CodeGenCUDA {
            "the kernel declares " + std::to_string(plan.static_bytes) +
                " bytes of static shared memory; CUDA allows at most 49152",
            "allocate large tiles in dynamic shared memory (scope \"shared.dyn\")");
+    int64_t smem_limit = max_shared_per_block(arch_number(opts_.arch));
+    if (smem_limit > 0 && plan.static_bytes + plan.dyn_bytes > smem_limit)
+      fail(ErrorKind::Unsupported, k->span,
+           "the kernel needs " + std::to_string(plan.static_bytes + plan.dyn_bytes) +
+               " bytes of shared memory; " + opts_.arch + " allows at most " + std::to_string(smem_limit) +
+               " per block",
+           "use smaller tiles or fewer pipeline stages");
     plan_ = &plan;
     KernelUses uses = collect_uses(k->body);
     auto add_vars = [&](const Expr& e) {
@@ -457,7 +496,8 @@ class CodeGenCUDA {
         const void* key = buffer_key(b);
         bool used = uses.read.count(key) || uses.written.count(key);
         bool read_only = used && !uses.written.count(key);
-        decls.push_back(std::string(read_only ? "const " : "") + t + (used ? "* __restrict__ " : "* ") + info.name);
+        decls.push_back(std::string(read_only ? "const " : "") + t + (used ? "* __restrict__ " : "* ") +
+                        info.name);
         buffers_[key] = info;
         if (p.var && p.var.get() != b->data.get()) var_names_[p.var.get()] = info.name;
       } else if (p.kind == CudaKernelParam::Kind::Scalar) {
@@ -483,7 +523,8 @@ class CodeGenCUDA {
         nonneg_.insert(v.get());  // extents are at least 1
       }
     }
-    std::string bounds = opts_.launch_bounds ? "__launch_bounds__(" + std::to_string(k->num_threads()) + ") " : "";
+    std::string bounds =
+        opts_.launch_bounds ? "__launch_bounds__(" + std::to_string(k->num_threads()) + ") " : "";
     std::string sig = "extern \"C\" __global__ void " + bounds + name + "(";
     for (size_t i = 0; i < decls.size(); ++i) sig += (i ? ", " : "") + decls[i];
     line(sig + ") {");
@@ -546,8 +587,8 @@ class CodeGenCUDA {
       int64_t limit = d == 0 ? std::numeric_limits<int32_t>::max() : 65535;
       if (g && (*g < 1 || *g > limit))
         fail(ErrorKind::Unsupported, k->span,
-             std::string("grid extent ") + "xyz"[d] + " = " + std::to_string(*g) + " is outside CUDA's range 1.." +
-                 std::to_string(limit),
+             std::string("grid extent ") + "xyz"[d] + " = " + std::to_string(*g) +
+                 " is outside CUDA's range 1.." + std::to_string(limit),
              "put the largest extent first (blockIdx.x allows 2^31 - 1 blocks)");
     }
     if (k->threads.empty() || k->threads.size() > 3 || k->thread_vars.size() > k->threads.size())
@@ -625,7 +666,8 @@ class CodeGenCUDA {
 
   Code float_literal(double v, DataType t) {
     bool single = compute_type(t).bits == 32;
-    if (std::isnan(v)) return {single ? "__int_as_float(0x7fffffff)" : "__longlong_as_double(0x7ff8000000000000LL)"};
+    if (std::isnan(v))
+      return {single ? "__int_as_float(0x7fffffff)" : "__longlong_as_double(0x7ff8000000000000LL)"};
     if (std::isinf(v)) {
       std::string inf = single ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)";
       return v < 0 ? Code{"-" + inf, kUnary} : Code{inf};
@@ -647,7 +689,8 @@ class CodeGenCUDA {
         return lit;
       }
       case ExprKind::StringImm:
-        fail(ErrorKind::Internal, e->span, "internal: a string is used as a value", "strings may only be printed");
+        fail(ErrorKind::Internal, e->span, "internal: a string is used as a value",
+             "strings may only be printed");
       case ExprKind::Var:
         return {var_name(as<VarNode>(e), e->span)};
       case ExprKind::Binary:
@@ -685,13 +728,15 @@ class CodeGenCUDA {
     }
     if (t.is_int() && t.bits == 64) {
       if (v == std::numeric_limits<int64_t>::min()) return {"(int64_t)(-9223372036854775807LL - 1)", kUnary};
-      return {"(int64_t)" + std::to_string(v) + (v < std::numeric_limits<int32_t>::min() ||
-                                                  v > std::numeric_limits<int32_t>::max() ? "LL" : ""),
+      return {"(int64_t)" + std::to_string(v) +
+                  (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max() ? "LL"
+                                                                                                      : ""),
               kUnary};
     }
     if (t.is_uint() && t.bits == 32) return {std::to_string(uint32_t(v)) + "u"};
     if (t.is_uint() && t.bits == 64) return {"(uint64_t)" + std::to_string(uint64_t(v)) + "ull", kUnary};
-    if (t.is_uint()) return {"(" + ctype(t, n->span) + ")" + std::to_string(uint64_t(v) & ((1u << t.bits) - 1)), kUnary};
+    if (t.is_uint())
+      return {"(" + ctype(t, n->span) + ")" + std::to_string(uint64_t(v) & ((1u << t.bits) - 1)), kUnary};
     if (t.is_int()) {
       Code lit{std::to_string(v), v < 0 ? kUnary : kPrimary};
       return {"(" + ctype(t, n->span) + ")" + wrap(lit, kPrimary), kUnary};
@@ -704,7 +749,8 @@ class CodeGenCUDA {
     auto it = var_names_.find(v);
     if (it != var_names_.end()) return it->second;
     fail(ErrorKind::Internal, span.defined() ? span : v->span,
-         "internal: variable '" + v->name + "' is used outside its scope", "this is a compiler bug; please report it");
+         "internal: variable '" + v->name + "' is used outside its scope",
+         "this is a compiler bug; please report it");
   }
 
   // Non-negative integer expressions: division and remainder by a positive amount can
@@ -836,8 +882,8 @@ class CodeGenCUDA {
     const IntrinsicInfo* info = find_intrinsic(op);
     if (!info) fail(ErrorKind::Unsupported, sp, "intrinsic '" + op + "' is not available on target cuda");
     if (info->arity >= 0 && int(n->args.size()) != info->arity)
-      fail(ErrorKind::Internal, sp, "internal: T." + op + " called with " + std::to_string(n->args.size()) +
-                                        " argument(s)");
+      fail(ErrorKind::Internal, sp,
+           "internal: T." + op + " called with " + std::to_string(n->args.size()) + " argument(s)");
     if (info->math) {
       DataType ct = compute_type(n->dtype);
       if (!ct.is_float()) ct = DataType::Float(32);
@@ -923,7 +969,9 @@ class CodeGenCUDA {
         auto* imm = as<IntImmNode>(x);
         return imm ? "(int64_t)" + wrap(int64_literal(imm->value), kPrimary) : emit_int64(x).text;
       };
-      auto fn = [&](const char* name) { return Code{std::string(name) + "(" + arg(b->a) + ", " + arg(b->b) + ")"}; };
+      auto fn = [&](const char* name) {
+        return Code{std::string(name) + "(" + arg(b->a) + ", " + arg(b->b) + ")"};
+      };
       bool fast = nonneg(b->a) && nonneg(b->b);
       switch (b->op) {
         case BinaryOp::Add:
@@ -969,9 +1017,11 @@ class CodeGenCUDA {
     }
     for (auto& i : indices)
       if (!i->dtype.is_integer())
-        fail(ErrorKind::Type, span, "buffer '" + b->name + "' is indexed with a value of dtype " + i->dtype.str(),
+        fail(ErrorKind::Type, span,
+             "buffer '" + b->name + "' is indexed with a value of dtype " + i->dtype.str(),
              "indices are integers");
-    if (indices.size() == 1 && const_int(strides[0]) && *const_int(strides[0]) == 1) return emit(indices[0]).text;
+    if (indices.size() == 1 && const_int(strides[0]) && *const_int(strides[0]) == 1)
+      return emit(indices[0]).text;
     // Narrow offsets: a buffer of fewer than 2^31 elements indexed with int32 values.
     bool narrow = !info.wide_offsets;
     for (auto& i : indices) narrow = narrow && i->dtype.is_int() && i->dtype.bits <= 32;
@@ -993,7 +1043,8 @@ class CodeGenCUDA {
       std::string s;
       if (stride) {
         s = wrap(int64_literal(*stride), kUnary);
-      } else if (d < info.strides.size() && !info.strides[d].empty() && strides.size() == info.strides.size()) {
+      } else if (d < info.strides.size() && !info.strides[d].empty() &&
+                 strides.size() == info.strides.size()) {
         s = info.strides[d];
       } else {
         s = wrap(emit_int64(strides[d]), kUnary);
@@ -1040,7 +1091,8 @@ class CodeGenCUDA {
         return emit_allocate(as<AllocateNode>(s));
       case StmtKind::TileOp:
         fail(ErrorKind::Internal, s->span,
-             "internal: tile operator T." + as<TileOpNode>(s)->op + " was not lowered before CUDA code generation",
+             "internal: tile operator T." + as<TileOpNode>(s)->op +
+                 " was not lowered before CUDA code generation",
              "the GPU pipeline lowers every tile operator to thread-level code; this is a compiler bug");
       case StmtKind::Kernel:
         fail(ErrorKind::Unsupported, s->span, "a T.Kernel inside another T.Kernel",
@@ -1064,7 +1116,8 @@ class CodeGenCUDA {
     if (n->for_kind == ForKind::Vectorized && try_vector_copy(n)) return;
     DataType vt = n->var->dtype;
     std::string t = ctype(vt, n->span, "loop variable '" + n->var->name + "'");
-    if (!vt.is_integer()) fail(ErrorKind::Type, n->span, "loop variable '" + n->var->name + "' must be an integer");
+    if (!vt.is_integer())
+      fail(ErrorKind::Type, n->span, "loop variable '" + n->var->name + "' must be an integer");
     std::string name = names_.fresh(n->var->name);
     Code mn = convert(n->min, vt);
     Code ext = convert(n->extent, vt);
@@ -1099,7 +1152,8 @@ class CodeGenCUDA {
     auto first_lane = [&](const Buffer& b, const std::vector<Expr>& idx) -> std::optional<std::vector<Expr>> {
       if (b->scope == scope::kLocalVar || idx.empty()) return std::nullopt;
       auto strides = b->effective_strides();
-      if (idx.size() > 1 && !(const_int(strides.back()) && *const_int(strides.back()) == 1)) return std::nullopt;
+      if (idx.size() > 1 && !(const_int(strides.back()) && *const_int(strides.back()) == 1))
+        return std::nullopt;
       for (size_t d = 0; d + 1 < idx.size(); ++d)
         if (mentions_var(idx[d], v)) return std::nullopt;
       bool ok = true;
@@ -1117,7 +1171,8 @@ class CodeGenCUDA {
     std::string dst = element(store->buffer, *dst_idx, store->span);
     std::string src = element(load->buffer, *src_idx, load->span);
     std::string v_t = vec;
-    line("*reinterpret_cast<" + v_t + "*>(&" + dst + ") = *reinterpret_cast<const " + v_t + "*>(&" + src + ");");
+    line("*reinterpret_cast<" + v_t + "*>(&" + dst + ") = *reinterpret_cast<const " + v_t + "*>(&" + src +
+         ");");
     return true;
   }
 
@@ -1154,13 +1209,15 @@ class CodeGenCUDA {
       require_arch(80, call->span, "cp.async");
       int64_t bytes = const_arg(call, 2, "byte count");
       if (bytes != 4 && bytes != 8 && bytes != 16)
-        fail(ErrorKind::Unsupported, call->span, "cp.async copies 4, 8 or 16 bytes, not " + std::to_string(bytes));
+        fail(ErrorKind::Unsupported, call->span,
+             "cp.async copies 4, 8 or 16 bytes, not " + std::to_string(bytes));
       auto* dst = as<BufferLoadNode>(call->args[0]);
       auto* src = as<BufferLoadNode>(call->args[1]);
       if (!dst || !src || !dst->buffer->is_shared() || !src->buffer->is_global())
-        fail(ErrorKind::Internal, call->span, "internal: cp_async takes (shared element, global element, bytes)");
-      line("tl::cp_async<" + std::to_string(bytes) + ">(&" + element(dst->buffer, dst->indices, dst->span) + ", &" +
-           element(src->buffer, src->indices, src->span) + ");");
+        fail(ErrorKind::Internal, call->span,
+             "internal: cp_async takes (shared element, global element, bytes)");
+      line("tl::cp_async<" + std::to_string(bytes) + ">(&" + element(dst->buffer, dst->indices, dst->span) +
+           ", &" + element(src->buffer, src->indices, src->span) + ");");
       return;
     }
     if (op == "cp_async_commit") {
@@ -1192,8 +1249,9 @@ class CodeGenCUDA {
   // printf of the pieces on one line, prefixed with the block and thread indices.
   void emit_print(const CallNode* call) {
     std::string fmt = "block (%d, %d, %d) thread (%d, %d, %d): ";
-    std::string args = "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, "
-                       "(int)threadIdx.x, (int)threadIdx.y, (int)threadIdx.z";
+    std::string args =
+        "(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, "
+        "(int)threadIdx.x, (int)threadIdx.y, (int)threadIdx.z";
     for (const Expr& a : call->args) {
       if (auto* s = as<StringImmNode>(a)) {
         for (char c : s->value) fmt += c == '%' ? std::string("%%") : std::string(1, c);
@@ -1236,11 +1294,13 @@ class CodeGenCUDA {
       line(t + " " + info.name + " = " + init + ";");
     } else if (b->scope == scope::kShared) {
       int64_t count = buffer_bytes(b, n->span) / b->dtype.bytes();
-      line("__shared__ alignas(16) " + t + " " + info.name + "[" + std::to_string(count > 0 ? count : 1) + "];");
+      line("__shared__ alignas(16) " + t + " " + info.name + "[" + std::to_string(count > 0 ? count : 1) +
+           "];");
     } else if (b->scope == scope::kSharedDyn) {
       buffer_bytes(b, n->span);
       int64_t off = plan_->dyn_offsets.at(n);
-      line(t + "* " + info.name + " = reinterpret_cast<" + t + "*>(tl_dyn_smem + " + std::to_string(off) + ");");
+      line(t + "* " + info.name + " = reinterpret_cast<" + t + "*>(tl_dyn_smem + " + std::to_string(off) +
+           ");");
     } else if (b->scope == scope::kLocal || b->scope == scope::kFragment) {
       int64_t count = b->const_size();
       if (count < 0)
