@@ -1,5 +1,5 @@
-// Pieces shared by the code generators that emit C-like source (CUDA C++; the CPU back end's
-// C++ could use them too): identifiers, operator precedence, literals.
+// Pieces shared by the code generators that emit C-like source (the CPU back end's C++ and
+// CUDA C++): identifiers, operator precedence, literals.
 #pragma once
 #include <string>
 #include <unordered_set>
