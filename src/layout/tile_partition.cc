@@ -83,8 +83,32 @@ TilePartition TilePartition::col_replicated(const std::vector<int64_t>& shape) c
   return p;
 }
 
+TilePartition TilePartition::broadcast(const std::vector<int64_t>& shape, int64_t threads) {
+  TilePartition p;
+  p.kind_ = Kind::Broadcast;
+  p.shape_ = shape;
+  p.grid_shape_ = shape;
+  p.threads_ = threads;
+  p.rows_ = product(shape, 0, shape.size());
+  p.row_groups_ = threads;
+  return p;
+}
+
+Expr TilePartition::first_replica(const Expr& t, Span sp) const {
+  switch (kind_) {
+    case Kind::Grid: return nullptr;
+    case Kind::RowReplicated:
+      return group_ == 1 ? nullptr : binary(BinaryOp::EQ, floormod(t, c(group_), sp), c(0), sp);
+    case Kind::ColReplicated:
+      return row_groups_ == 1 ? nullptr : binary(BinaryOp::EQ, floordiv(t, c(group_), sp), c(0), sp);
+    case Kind::Broadcast: return threads_ == 1 ? nullptr : binary(BinaryOp::EQ, t, c(0), sp);
+  }
+  return nullptr;
+}
+
 int64_t TilePartition::local_size() const {
   switch (kind_) {
+    case Kind::Broadcast: return rows_;
     case Kind::Grid: return rows_per_thread() * chunks_per_thread() * vec_;
     case Kind::RowReplicated: return rows_per_thread();
     case Kind::ColReplicated: return chunks_per_thread() * vec_;
@@ -94,6 +118,7 @@ int64_t TilePartition::local_size() const {
 
 int64_t TilePartition::replicas() const {
   switch (kind_) {
+    case Kind::Broadcast: return threads_;
     case Kind::Grid: return 1;
     case Kind::RowReplicated: return group_;
     case Kind::ColReplicated: return row_groups_;
@@ -115,6 +140,7 @@ int64_t TilePartition::thread_of(const std::vector<int64_t>& index, int64_t rep)
       }
       return (row % row_groups_) * group_ + (col / vec_) % group_;
     }
+    case Kind::Broadcast: return rep;
     case Kind::RowReplicated: return (flat % row_groups_) * group_ + rep;
     case Kind::ColReplicated: return rep * group_ + (flat / vec_) % group_;
   }
@@ -137,6 +163,7 @@ Expr TilePartition::local_index(const std::vector<Expr>& index) const {
                       floordiv(chunk, c(group_), sp), sp);
       return add(mul(slot, c(vec_), sp), floormod(rc[1], c(vec_), sp), sp);
     }
+    case Kind::Broadcast: return flat;
     case Kind::RowReplicated: return floordiv(flat, c(row_groups_), sp);
     case Kind::ColReplicated: {
       Expr chunk = floordiv(flat, c(vec_), sp);
@@ -154,6 +181,10 @@ TilePartition::Owned TilePartition::owned_by(const Expr& t, const std::string& p
     return Expr(o.vars.back());
   };
   auto both = [&](Expr a, Expr b) { return a ? (b ? land(a, b, sp) : a) : b; };
+  if (kind_ == Kind::Broadcast) {
+    o.index = unflatten(loop("_e", rows_), shape_, sp);
+    return o;
+  }
   Expr row_in_group = floordiv(t, c(group_), sp);
   Expr lane_in_group = floormod(t, c(group_), sp);
   Expr row, chunk;
@@ -183,6 +214,7 @@ TilePartition::Owned TilePartition::owned_by(const Expr& t, const std::string& p
     }
     case Kind::RowReplicated: o.index = unflatten(row, shape_, sp); break;
     case Kind::ColReplicated: o.index = unflatten(col, shape_, sp); break;
+    case Kind::Broadcast: break;  // handled above
   }
   return o;
 }
@@ -194,7 +226,7 @@ bool TilePartition::operator==(const TilePartition& o) const {
 
 std::string TilePartition::str() const {
   std::ostringstream os;
-  const char* names[] = {"grid", "row-replicated", "col-replicated"};
+  const char* names[] = {"grid", "row-replicated", "col-replicated", "broadcast"};
   os << names[int(kind_)] << "(";
   for (size_t i = 0; i < shape_.size(); ++i) os << (i ? "x" : "") << shape_[i];
   os << ": " << rows_ << " rows x " << cols_ << " cols, vec " << vec_ << ", " << group_ << " threads per row, "

@@ -13,6 +13,8 @@
 // ColReplicated: one value per column of a 2-D grid tile, held by every row group (the
 // result of a reduction along the first dimension).
 //
+// Broadcast: every thread holds every element (e.g. the result of reducing a whole tile).
+//
 // Rank-1 tiles [n] use the grid of shape [n / vec, vec]: every thread owns whole vectors.
 #pragma once
 #include <cstdint>
@@ -25,7 +27,7 @@ namespace tl {
 
 class TilePartition {
  public:
-  enum class Kind { Grid, RowReplicated, ColReplicated };
+  enum class Kind { Grid, RowReplicated, ColReplicated, Broadcast };
 
   // The default partition of a tile of `shape` (constants) over `threads` threads, for
   // elements of elem_bytes bytes: vectors of up to 16 bytes.
@@ -34,6 +36,7 @@ class TilePartition {
   // grid of the reduced tile.
   TilePartition row_replicated(const std::vector<int64_t>& shape) const;
   TilePartition col_replicated(const std::vector<int64_t>& shape) const;
+  static TilePartition broadcast(const std::vector<int64_t>& shape, int64_t threads);
 
   Kind kind() const { return kind_; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -56,6 +59,9 @@ class TilePartition {
     Expr exists;
   };
   Owned owned_by(const Expr& t, const std::string& prefix, Span span) const;
+  // The condition that thread t holds the first copy of what it owns (null when every
+  // element has one copy): work with side effects runs once per element under it.
+  Expr first_replica(const Expr& t, Span span) const;
 
   bool operator==(const TilePartition& o) const;
   std::string str() const;

@@ -144,6 +144,63 @@ Stmt lower_reduce(const TileOpNode& op, LowerContext& ctx) {
   return outer.wrap(std::make_shared<AllocateNode>(acc, body, Attrs{}, sp), ForKind::Parallel);
 }
 
+// A whole rank-1 fragment reduced to one value every thread holds: each thread folds its
+// elements, lanes combine by shuffles, warps through shared memory.
+Stmt reduce_whole_tile(const TileOpNode& op, ReduceKind kind, bool clear, const TilePartition& layout,
+                       ThreadContext& ctx) {
+  const BufferRegion &src = op.regions[0], &dst = op.regions[1];
+  DataType t = dst.buffer->dtype;
+  Span sp = op.span;
+  int64_t threads = ctx.num_threads;
+  if (threads > 32 && threads % 32 != 0)
+    fail(ErrorKind::Unsupported, sp,
+         op_name(op) + " of a whole tile needs a multiple of 32 threads on target " + ctx.target.kind +
+             ", the kernel has " + std::to_string(threads),
+         "launch the kernel with threads=32, 64, 96, 128, ...");
+  auto c = [](int64_t v) { return make_int(v); };
+  Buffer acc = make_scalar_buffer(dst.buffer->name + "_red", t, sp);
+  std::vector<Expr> at0 = {c(0)};
+  Expr acc_val = make_load(acc, at0, sp);
+  auto set_acc = [&](Expr v) -> Stmt { return std::make_shared<BufferStoreNode>(acc, v, at0, sp); };
+  auto element = [&](const std::vector<Expr>& idx) {
+    Expr x = cast(t, make_load(src.buffer, idx, sp), sp);
+    return (kind == ReduceKind::AbsSum || kind == ReduceKind::AbsMax) ? call("abs", {x}, sp) : x;
+  };
+  std::vector<Stmt> steps = {set_acc(identity(kind, t, sp))};
+  steps.push_back(ctx.over_owned(layout, [&](const std::vector<Expr>& idx) {
+    return set_acc(combine(kind, acc_val, element(idx), sp));
+  }, sp, "r"));
+  int64_t width = threads >= 32 ? 32 : threads;
+  for (int64_t m = width / 2; m >= 1; m /= 2) {
+    Expr other = std::make_shared<CallNode>(t, "shfl_xor", std::vector<Expr>{acc_val, c(m), c(32)}, sp);
+    steps.push_back(set_acc(combine(kind, acc_val, other, sp)));
+  }
+  Stmt sync = std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), "sync_threads",
+                                                                        std::vector<Expr>{}, sp), sp);
+  if (threads > 32) {
+    int64_t warps = threads / 32;
+    Buffer partial = make_buffer(dst.buffer->name + "_warps", t, {c(warps)}, "shared", sp);
+    ctx.scratch.push_back(partial);
+    Expr lane = floormod(ctx.thread, c(32), sp), warp = floordiv(ctx.thread, c(32), sp);
+    steps.push_back(std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, lane, c(0), sp),
+                                                     std::make_shared<BufferStoreNode>(partial, acc_val,
+                                                                                       std::vector<Expr>{warp}, sp),
+                                                     nullptr, sp));
+    steps.push_back(sync);
+    steps.push_back(set_acc(identity(kind, t, sp)));
+    Var w = make_var("rw", DataType::Int(32), sp);
+    steps.push_back(std::make_shared<ForNode>(w, c(0), c(warps), ForKind::Unrolled,
+                                              set_acc(combine(kind, acc_val, make_load(partial, {w}, sp), sp)),
+                                              Attrs{}, sp));
+    steps.push_back(sync);  // the partials are read before a later reduction overwrites them
+  }
+  std::vector<Expr> dst_idx(dst.buffer->shape.size(), c(0));
+  Expr result = clear ? acc_val : combine(kind, make_load(dst.buffer, dst_idx, sp), acc_val, sp);
+  steps.push_back(std::make_shared<BufferStoreNode>(dst.buffer, result, dst_idx, sp));
+  (void)src;
+  return std::make_shared<AllocateNode>(acc, make_seq(steps, sp), Attrs{}, sp);
+}
+
 // On threads: the reduced tile is a fragment spread as a grid. Reducing the last dimension,
 // each thread folds the elements of its rows it owns, then the threads sharing a row (a
 // group of consecutive lanes) combine by butterfly shuffles, so every one of them holds the
@@ -161,6 +218,9 @@ Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
   const TilePartition* layout = ctx.layout_of(src.buffer);
   int rank = int(src.ranges.size());
   bool last = dim == rank - 1;
+  const TilePartition* dst_layout = ctx.layout_of(dst.buffer);
+  if (layout && rank == 1 && dst_layout && dst_layout->kind() == TilePartition::Kind::Broadcast)
+    return reduce_whole_tile(op, kind, clear, *layout, ctx);
   if (!layout || !ctx.layout_of(dst.buffer) || layout->kind() != TilePartition::Kind::Grid || !layout->is_2d() ||
       !(last || (dim == 0 && rank == 2)))
     fail(ErrorKind::Unsupported, sp,

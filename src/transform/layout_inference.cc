@@ -35,7 +35,13 @@ class LayoutInference : public IRVisitor {
   LayoutMap run(const KernelNode& k) {
     visit(k.body);  // collects fragments, gives rank >= 2 ones their default
     derive_ = true;
-    visit(k.body);  // derivations from reductions and loops, in program order
+    // Derivations from reductions, copies and loops, repeated until nothing changes (a
+    // copy may come before the reduction that decides its source, e.g. in a loop).
+    for (int round = 0; round < 8; ++round) {
+      changed_ = false;
+      visit(k.body);
+      if (!changed_) break;
+    }
     LayoutMap out;
     for (auto& [buf, spec] : fragments_) {
       auto it = decided_.find(buf);
@@ -63,6 +69,7 @@ class LayoutInference : public IRVisitor {
     auto it = decided_.find(b.get());
     if (it == decided_.end() || !it->second.derived) {
       decided_.insert_or_assign(b.get(), Decision{layout, span, true});
+      changed_ = true;
       return;
     }
     if (it->second.layout == layout) return;
@@ -89,6 +96,22 @@ class LayoutInference : public IRVisitor {
         auto shape = constant_shape(dst, n->span);
         if (dim == rank - 1) decide(dst, from->row_replicated(shape), n->span);
         else if (dim == 0 && rank == 2) decide(dst, from->col_replicated(shape), n->span);
+      }
+      // Reducing a whole rank-1 tile: every thread ends up with the result.
+      if (dst->is_fragment() && src->is_fragment() && src->shape.size() == 1)
+        decide(dst, TilePartition::broadcast(constant_shape(dst, n->span), threads_), n->span);
+    }
+    // A copy between fragments of one shape: the unknown side follows the known one.
+    if (derive_ && n->op == "copy" && n->regions.size() == 2) {
+      const Buffer &src = n->regions[0].buffer, &dst = n->regions[1].buffer;
+      if (src->is_fragment() && dst->is_fragment() && structurally_same_shape(src, dst)) {
+        auto s_it = decided_.find(src.get()), d_it = decided_.find(dst.get());
+        bool s_derived = s_it != decided_.end() && s_it->second.derived;
+        bool d_derived = d_it != decided_.end() && d_it->second.derived;
+        // The destination follows the source also when both have defaults: defaults depend
+        // on the element size, and a cast copy (float32 -> float16) must not move elements.
+        if (s_it != decided_.end() && !d_derived) decide(dst, s_it->second.layout, n->span);
+        else if (d_derived && !s_derived) decide(src, d_it->second.layout, n->span);
       }
     }
     IRVisitor::visit_tile_op(n);
@@ -125,19 +148,32 @@ class LayoutInference : public IRVisitor {
       return -1;
     };
     int driver_i = -1, driver_j = -1;
+    bool driver_derived = false;
     for (auto& [buf, idx] : accesses) {
-      const TilePartition* l = layout_of(buf);
-      if (!l || !l->is_2d() || l->kind() != TilePartition::Kind::Grid || idx.size() != 2) continue;
+      auto it = decided_.find(buf.get());
+      if (it == decided_.end() || idx.size() != 2) continue;
+      const TilePartition* l = &it->second.layout;
+      if (!l->is_2d() || l->kind() != TilePartition::Kind::Grid) continue;
       int a = var_at(idx[0]), b = var_at(idx[1]);
-      if (a >= 0 && b >= 0 && a != b) {
+      // A derived layout (one a copy or reduction fixed) outranks a default.
+      if (a >= 0 && b >= 0 && a != b && (!driver || (it->second.derived && !driver_derived))) {
         driver = l;
         driver_i = a;
         driver_j = b;
-        break;
+        driver_derived = it->second.derived;
       }
     }
     if (driver) {
       for (auto& [buf, idx] : accesses) {
+        // Other fragments walked the same way follow the driver (their defaults may differ
+        // only because their element sizes do).
+        if (idx.size() == 2 && var_at(idx[0]) == driver_i && var_at(idx[1]) == driver_j) {
+          auto it = decided_.find(buf.get());
+          if (it != decided_.end() && !it->second.derived && !(it->second.layout == *driver) &&
+              it->second.layout.shape() == driver->shape())
+            decide(buf, *driver, n->span);
+          continue;
+        }
         if (idx.size() != 1 || decided_.count(buf.get())) continue;
         int k = var_at(idx[0]);
         auto shape = constant_shape(buf, n->span);
@@ -162,12 +198,22 @@ class LayoutInference : public IRVisitor {
     v.visit(s);
   }
 
+  static bool structurally_same_shape(const Buffer& a, const Buffer& b) {
+    if (a->shape.size() != b->shape.size()) return false;
+    for (size_t d = 0; d < a->shape.size(); ++d) {
+      const int64_t *x = const_int(a->shape[d]), *y = const_int(b->shape[d]);
+      if (!x || !y || *x != *y) return false;
+    }
+    return true;
+  }
+
   struct Spec {
     std::vector<int64_t> shape;
     int elem_bytes;
   };
   int64_t threads_;
   bool derive_ = false;
+  bool changed_ = false;
   std::unordered_map<const BufferNode*, Spec> fragments_;
   std::unordered_map<const BufferNode*, Decision> decided_;
 };

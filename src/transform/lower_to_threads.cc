@@ -162,6 +162,14 @@ class ThreadLowering : public IRMutator {
   }
 
  private:
+  static bool has_atomic(const Stmt& s) {
+    bool found = false;
+    for_each_expr(s, [&](const ExprNode* e) {
+      if (auto* c = dynamic_cast<const CallNode*>(e)) found = found || c->op.rfind("atomic_", 0) == 0;
+    });
+    return found;
+  }
+
   static std::string to_str(const Expr& e) {
     const int64_t* v = const_int(e);
     return v ? std::to_string(*v) : "?";
@@ -204,22 +212,22 @@ class ThreadLowering : public IRMutator {
         if (l.kind() == TilePartition::Kind::Grid) break;  // prefer a grid over a replicated one
       }
     }
-    if (!driver && !accesses.empty())
-      fail(ErrorKind::Layout, n->span,
-           "this T.Parallel loop reads or writes fragment '" + accesses[0].buffer->name +
-               "' but indexes no fragment of its shape by its loop variables, so the threads that run its "
-               "iterations cannot be chosen",
-           "loop over the fragment's own shape and index it as F[i, j]");
+    // Without a driver the iterations get a default share; check_owners then tells whether
+    // the fragments the loop touches are where those iterations run.
     TilePartition fallback = TilePartition::grid(extents, threads_, 4);
     const TilePartition& layout = driver ? *driver : fallback;
     check_owners(layout, driver_name, vars, extents, accesses, n->span);
+    // Under a replicated layout every copy's thread runs the iteration: right for the
+    // fragment updates (each copy must change), wrong for atomics, which run once.
+    Expr once = has_atomic(body) ? layout.first_replica(thread_, n->span) : nullptr;
 
     ThreadContext ctx{target_, az_, thread_, threads_, *layouts_, {}};
     ++in_thread_code_;
     Stmt out = ctx.over_owned(layout, [&](const std::vector<Expr>& index) {
       std::unordered_map<const VarNode*, Expr> sub;
       for (size_t k = 0; k < vars.size(); ++k) sub[vars[k].get()] = index[k];
-      return mutate(substitute(body, sub));
+      Stmt b = mutate(substitute(body, sub));
+      return once ? Stmt(std::make_shared<IfThenElseNode>(once, b, nullptr, n->span)) : b;
     }, n->span, vars[0]->name);
     --in_thread_code_;
     return out;
