@@ -2,6 +2,7 @@
 #include "ir/error.h"
 #include "ir/op.h"
 #include "op/region.h"
+#include "op/thread_context.h"
 
 namespace tl {
 namespace {
@@ -76,10 +77,82 @@ Stmt lower_cumsum(const TileOpNode& op, LowerContext& ctx) {
   return outer.wrap(std::make_shared<AllocateNode>(acc, body, Attrs{}, sp), ForKind::Parallel);
 }
 
+// On threads: each thread scans whole lines (the lines are spread over the threads). A
+// line of a fragment runs across threads, so fragments are staged through shared memory.
+Stmt lower_cumsum_threads(const TileOpNode& op, ThreadContext& ctx) {
+  require_regions(op, 2, kOpName);
+  const BufferRegion &src = op.regions[0], &dst = op.regions[1];
+  int dim = cumsum_dim(op);
+  bool reverse = attr_int(op, "reverse", 0) != 0;
+  DataType t = dst.buffer->dtype;
+  Span sp = op.span;
+  Stmt sync = std::make_shared<EvaluateNode>(
+      std::make_shared<CallNode>(DataType::Void(), "sync_threads", std::vector<Expr>{}, sp), sp);
+  std::vector<Stmt> before, after;
+  auto copy_all = [&](const BufferRegion& from, const BufferRegion& to, const BufferRegion& driver) {
+    return ctx.over_points(kOpName, driver, squeezed_extents(from), [&](const std::vector<Expr>& pt) {
+      return std::make_shared<BufferStoreNode>(to.buffer, make_load(from.buffer, region_indices(from, pt, sp), sp),
+                                               region_indices(to, pt, sp), sp);
+    }, sp);
+  };
+  auto stage = [&](const BufferRegion& r) {
+    Buffer sh = make_buffer(r.buffer->name + "_scan", r.buffer->dtype, region_extents(r), scope::kShared, sp);
+    ctx.scratch.push_back(sh);
+    return full_region(sh, sp);
+  };
+  BufferRegion s = src, d = dst;
+  if (ctx.layout_of(src.buffer)) {
+    s = stage(src);
+    before = {copy_all(src, s, src), sync};
+  }
+  if (ctx.layout_of(dst.buffer)) {
+    d = (dst.buffer == src.buffer && ctx.layout_of(src.buffer)) ? s : stage(dst);
+    // Lines are complete before they are spread back, and read before a later use of the
+    // staging buffers overwrites them.
+    after = {sync, copy_all(d, dst, dst), sync};
+  }
+  std::vector<int64_t> lines;
+  for (size_t k = 0; k < s.ranges.size(); ++k) {
+    if (int(k) == dim) continue;
+    const int64_t* e = const_int(s.ranges[k].extent);
+    if (!e) fail(ErrorKind::Unsupported, sp, std::string(kOpName) + " with symbolic extents on target " + ctx.target.kind);
+    lines.push_back(*e);
+  }
+  const Expr& n = s.ranges[dim].extent;
+  auto scan_line = [&](const std::vector<Expr>& line) -> Stmt {
+    LoopNest scan({n}, ctx.analyzer, sp, "", {"s"});
+    Expr pos = scan.vars()[0];
+    if (reverse) pos = sub(sub(n, make_int(1, n->dtype, sp), sp), pos, sp);
+    auto at = [&](const BufferRegion& r) {
+      std::vector<Expr> idx;
+      for (size_t k = 0, j = 0; k < r.ranges.size(); ++k)
+        idx.push_back(add(r.ranges[k].min, int(k) == dim ? pos : line[j++], sp));
+      return idx;
+    };
+    Buffer acc = make_scalar_buffer(dst.buffer->name + "_sum", t, sp);
+    std::vector<Expr> at0 = {make_int(0)};
+    Expr acc_val = make_load(acc, at0, sp);
+    Stmt init = std::make_shared<BufferStoreNode>(acc, cast(t, make_int(0), sp), at0, sp);
+    Expr x = cast(t, guarded_load(s, at(s), ctx.analyzer, sp), sp);
+    Stmt step = std::make_shared<BufferStoreNode>(acc, add(acc_val, x, sp), at0, sp);
+    Stmt write = guarded_store(d, acc_val, at(d), ctx.analyzer, sp);
+    return std::make_shared<AllocateNode>(acc, make_seq({init, scan.wrap(make_seq({step, write}, sp),
+                                                                         ForKind::Serial)}, sp), Attrs{}, sp);
+  };
+  Stmt scans = lines.empty()
+                   ? Stmt(std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, ctx.thread, make_int(0), sp),
+                                                           scan_line({}), nullptr, sp))
+                   : ctx.over_owned(TilePartition::grid(lines, ctx.num_threads, 16), scan_line, sp, "l");  // one line per step
+  std::vector<Stmt> all = before;
+  all.push_back(scans);
+  all.insert(all.end(), after.begin(), after.end());
+  return make_seq(all, sp);
+}
+
 }  // namespace
 
 const TileOpDef& cumsum_op() {
-  static const TileOpDef def{"cumsum", check_cumsum, lower_cumsum};
+  static const TileOpDef def{"cumsum", check_cumsum, lower_cumsum, lower_cumsum_threads};
   return def;
 }
 

@@ -69,7 +69,7 @@ class CudaExecutable:
         for info in infos:
             fn = self.module.function(info["name"])
             smem = int(info["dynamic_shared_bytes"])
-            if smem > 48 * 1024:
+            if smem > 0:  # static + dynamic above 48 KiB needs the opt-in, so always opt in
                 fn.set_max_dynamic_shared_memory(smem)
             self.kernels.append((fn, info))
 
