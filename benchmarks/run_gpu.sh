@@ -30,5 +30,7 @@ echo "== Python suite on cuda"
 TILELANG_TEST_TARGETS=cuda timeout 900 $PY -m pytest -q -p no:cacheprovider tests/python \
   > "$LOGS/pytest_cuda.log" 2>&1; tail -3 "$LOGS/pytest_cuda.log"
 grep -E "^(FAILED|ERROR)" "$LOGS/pytest_cuda.log" | head -40
+echo "== example (make run's kernel, target auto)"
+$PY examples/gemm.py --m 2048 --n 2048 --k 2048 2>&1 | tail -4
 echo "== benchmarks"
 $PY benchmarks/gpu_bench.py 2>&1 | tee "$LOGS/bench.log" | tail -40
