@@ -1,6 +1,7 @@
 // T.gemm(A, B, C, transpose_A, transpose_B, clear_accum): C (+)= A' * B', where A' is A or
 // its transpose (M x K) and B' is B or its transpose (K x N); products accumulate in C's dtype.
 #include <algorithm>
+#include <functional>
 
 #include "ir/error.h"
 #include "ir/op.h"
@@ -168,6 +169,69 @@ Stmt lower_gemm(const TileOpNode& op, LowerContext& ctx) {
   return li.wrap(lj.wrap(per_elem, ForKind::Serial), ForKind::Serial);
 }
 
+// The SIMT product as outer products: per k, a thread loads the A values of its rows and
+// the B values of its columns into registers once, then updates every C element it owns.
+// Shared-memory loads per k drop from 2 per multiply-add to (rows + columns) per thread.
+Stmt register_blocked(const GemmShape& g, const BufferRegion& sa, const BufferRegion& sb, const BufferRegion& rc,
+                      const Operand& oa, const Operand& ob, const TilePartition& p, bool clear, ThreadContext& ctx,
+                      Span sp) {
+  const int64_t* K = const_int(g.k);
+  DataType acc_t = rc.buffer->dtype;
+  auto c = [](int64_t v) { return make_int(v); };
+  Expr lane = floormod(ctx.thread, c(p.group()), sp), group_row = floordiv(ctx.thread, c(p.group()), sp);
+  int64_t rpt = p.rows_per_thread(), cols = p.chunks_per_thread() * p.vec();
+  auto row_of = [&](const Expr& r) { return add(mul(r, c(p.row_groups()), sp), group_row, sp); };
+  auto col_of = [&](const Expr& q) {  // q runs over this thread's columns: chunk-major, then lane in vector
+    Expr chunk = add(mul(floordiv(q, c(p.vec()), sp), c(p.group()), sp), lane, sp);
+    return add(mul(chunk, c(p.vec()), sp), floormod(q, c(p.vec()), sp), sp);
+  };
+  auto unrolled = [&](const std::string& name, int64_t n, const std::function<Stmt(const Expr&)>& body) {
+    Var v = make_var(name, DataType::Int(32), sp);
+    ctx.analyzer.bind(v.get(), 0, n);
+    Stmt b = body(v);
+    ctx.analyzer.unbind(v.get());
+    return Stmt(std::make_shared<ForNode>(v, c(0), c(n), ForKind::Unrolled, b, Attrs{}, sp));
+  };
+  Buffer a_reg = make_buffer(rc.buffer->name + "_a", acc_t, {c(rpt)}, scope::kLocal, sp);
+  Buffer b_reg = make_buffer(rc.buffer->name + "_b", acc_t, {c(cols)}, scope::kLocal, sp);
+  // Rows and columns past the tile (a partial last group) read 0 and update unused slots.
+  Expr m_rows = g.c.rows(), n_cols = g.c.cols();
+  Var k = make_var("k", DataType::Int(32), sp);
+  ctx.analyzer.bind(k.get(), 0, *K);
+  Stmt load_a = unrolled("ga", rpt, [&](const Expr& r) -> Stmt {
+    Expr row = row_of(r);
+    auto ia = g.trans_a ? operand_indices(oa, k, row, sp) : operand_indices(oa, row, k, sp);
+    Expr v = cast(acc_t, guarded_load(sa, ia, ctx.analyzer, sp), sp);
+    if (!ctx.analyzer.can_prove(lt(row, m_rows, sp))) v = select(lt(row, m_rows, sp), v, cast(acc_t, c(0), sp), sp);
+    return std::make_shared<BufferStoreNode>(a_reg, v, std::vector<Expr>{r}, sp);
+  });
+  Stmt load_b = unrolled("gb", cols, [&](const Expr& q) -> Stmt {
+    Expr col = col_of(q);
+    auto ib = g.trans_b ? operand_indices(ob, col, k, sp) : operand_indices(ob, k, col, sp);
+    Expr v = cast(acc_t, guarded_load(sb, ib, ctx.analyzer, sp), sp);
+    if (!ctx.analyzer.can_prove(lt(col, n_cols, sp))) v = select(lt(col, n_cols, sp), v, cast(acc_t, c(0), sp), sp);
+    return std::make_shared<BufferStoreNode>(b_reg, v, std::vector<Expr>{q}, sp);
+  });
+  Stmt update = unrolled("gr", rpt, [&](const Expr& r) {
+    return unrolled("gq", cols, [&](const Expr& q) -> Stmt {
+      std::vector<Expr> ic = operand_indices(g.c, row_of(r), col_of(q), sp);
+      Expr sum = add(make_load(rc.buffer, ic, sp),
+                     mul(make_load(a_reg, {r}, sp), make_load(b_reg, {q}, sp), sp), sp);
+      return std::make_shared<BufferStoreNode>(rc.buffer, sum, ic, sp);
+    });
+  });
+  ctx.analyzer.unbind(k.get());
+  Stmt kloop = std::make_shared<ForNode>(k, c(0), c(*K), ForKind::Serial, make_seq({load_a, load_b, update}, sp),
+                                         Attrs{}, sp);
+  Stmt body = std::make_shared<AllocateNode>(a_reg, std::make_shared<AllocateNode>(b_reg, kloop, Attrs{}, sp),
+                                             Attrs{}, sp);
+  if (!clear) return body;
+  Stmt zero = ctx.over_owned(p, [&](const std::vector<Expr>& idx) -> Stmt {
+    return std::make_shared<BufferStoreNode>(rc.buffer, cast(acc_t, c(0), sp), idx, sp);
+  }, sp, "gz");
+  return make_seq({zero, body}, sp);
+}
+
 // SIMT: every thread computes the elements of C it owns (C's layout decides which), reading
 // A and B from shared memory. Tensor-core instructions replace this as other instruction
 // choices with their own C layouts.
@@ -206,7 +270,12 @@ Stmt lower_gemm_threads(const TileOpNode& op, ThreadContext& ctx) {
   DataType acc_t = rc.buffer->dtype;
   bool clear = attr_int(op, "clear_accum", 0) != 0;
   std::vector<int> c_dims = non_unit_dims(rc);
-  Stmt compute = ctx.over_points(kOpName, rc, squeezed_extents(rc), [&](const std::vector<Expr>& point) {
+  const TilePartition& c_layout = *ctx.layout_of(rc.buffer);
+  Stmt compute = c_layout.kind() == TilePartition::Kind::Grid && c_layout.is_2d() && c_dims.size() == 2 &&
+                         rc.buffer->shape.size() == 2
+                     ? register_blocked(g, sa, sb, rc, oa, ob, c_layout, clear, ctx, sp)
+                     : nullptr;
+  if (!compute) compute = ctx.over_points(kOpName, rc, squeezed_extents(rc), [&](const std::vector<Expr>& point) {
     // The point runs over C's non-unit dimensions; a unit row or column stays at 0.
     Expr i = make_int(0), j = make_int(0);
     for (size_t p = 0; p < c_dims.size(); ++p) (c_dims[p] == g.c.dim0 ? i : j) = point[p];
