@@ -1,8 +1,5 @@
 #include "runtime/host_compiler.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,100 +13,10 @@
 #include <sstream>
 
 #include "ir/error.h"
-
-extern char** environ;
+#include "runtime/process.h"
 
 namespace tl {
 namespace {
-
-struct RunResult {
-  int status = -1;     // exit status, or -1 when the process could not start / was killed
-  std::string output;  // stdout and stderr together
-  std::string spawn_error;
-};
-
-// Runs argv[0] (searched in PATH) with its output captured; no shell is involved, so
-// paths and flags are passed exactly as given.
-RunResult run_process(const std::vector<std::string>& argv) {
-  RunResult r;
-  int fds[2];
-  if (pipe(fds) != 0) {
-    r.spawn_error = std::string("pipe: ") + std::strerror(errno);
-    return r;
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addclose(&actions, fds[0]);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-  posix_spawn_file_actions_addclose(&actions, fds[1]);
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    r.spawn_error = std::strerror(rc);
-    return r;
-  }
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n > 0) {
-      r.output.append(buf, size_t(n));
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      break;
-    }
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      r.spawn_error = std::string("waitpid: ") + std::strerror(errno);
-      return r;
-    }
-  }
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (WIFSIGNALED(status)) r.output += "\n(killed by signal " + std::to_string(WTERMSIG(status)) + ")";
-  return r;
-}
-
-// For messages only: the command as one would type it.
-std::string command_line(const std::vector<std::string>& argv) {
-  std::string s;
-  for (auto& a : argv) {
-    if (!s.empty()) s += ' ';
-    bool plain = !a.empty() && a.find_first_of(" \t\n'\"\\$`*?;&|<>()") == std::string::npos;
-    if (plain) {
-      s += a;
-    } else {
-      s += '\'';
-      for (char c : a) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      s += '\'';
-    }
-  }
-  return s;
-}
-
-std::string first_lines(const std::string& text, int max_lines) {
-  std::istringstream in(text);
-  std::string line, out;
-  int n = 0, total = 0;
-  while (std::getline(in, line)) {
-    ++total;
-    if (n < max_lines) {
-      out += line + "\n";
-      ++n;
-    }
-  }
-  if (total > n) out += "... (" + std::to_string(total - n) + " more lines)\n";
-  return out;
-}
 
 // A name in dir that no other process or thread uses: pid plus a per-process counter.
 std::string unique_suffix() {
@@ -173,16 +80,16 @@ void compile_shared_object(const std::string& source, const std::string& output_
   argv.push_back("-o");
   argv.push_back(tmp_output);
 
-  RunResult r = run_process(argv);
+  ProcessResult r = run_process(argv);
   if (!r.spawn_error.empty())
     fail(ErrorKind::Internal, {},
          "cannot run the host compiler '" + argv[0] + "': " + r.spawn_error +
              "\ncommand: " + command_line(argv),
          "install a C++ compiler with OpenMP support (g++ or clang++) or set CXX to one");
-  if (r.status != 0) {
+  if (r.exit_code != 0) {
     std::remove(tmp_output.c_str());
     fail(ErrorKind::Internal, {},
-         "host compiler failed (exit status " + std::to_string(r.status) +
+         "host compiler failed (exit status " + std::to_string(r.exit_code) +
              ")\ncommand: " + command_line(argv) + "\n" + first_lines(r.output, 60),
          "the generated source is kept at " + source_path);
   }
@@ -203,9 +110,9 @@ std::string host_compiler_id() {
   if (it != cache.end()) return it->second;
   std::vector<std::string> argv = cmd;
   argv.push_back("--version");
-  RunResult r = run_process(argv);
+  ProcessResult r = run_process(argv);
   std::string id;
-  if (r.spawn_error.empty() && r.status == 0) id = r.output.substr(0, r.output.find('\n'));
+  if (r.spawn_error.empty() && r.exit_code == 0) id = r.output.substr(0, r.output.find('\n'));
   if (id.empty()) id = command_line(cmd) + " (version unknown)";
   cache[cmd] = id;
   return id;

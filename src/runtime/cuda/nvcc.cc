@@ -1,9 +1,7 @@
 #include "runtime/cuda/nvcc.h"
 
 #include <dirent.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -18,82 +16,10 @@
 
 #include "ir/error.h"
 #include "runtime/cuda/dynlib.h"
-
-extern char** environ;
+#include "runtime/process.h"
 
 namespace tl {
 namespace {
-
-struct ProcessResult {
-  int status = -1;     // exit status; -1 when it could not start or was killed
-  std::string output;  // stdout and stderr together
-  std::string spawn_error;
-};
-
-// Runs an executable given by path, capturing its output; no shell is involved.
-ProcessResult run_process(const std::vector<std::string>& argv) {
-  ProcessResult r;
-  int fds[2];
-  if (pipe(fds) != 0) {
-    r.spawn_error = std::string("pipe: ") + std::strerror(errno);
-    return r;
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addclose(&actions, fds[0]);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-  posix_spawn_file_actions_addclose(&actions, fds[1]);
-  std::vector<char*> cargv;
-  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    r.spawn_error = std::strerror(rc);
-    return r;
-  }
-  char buffer[4096];
-  for (;;) {
-    ssize_t n = read(fds[0], buffer, sizeof buffer);
-    if (n > 0)
-      r.output.append(buffer, size_t(n));
-    else if (n < 0 && errno == EINTR)
-      continue;
-    else
-      break;
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      r.spawn_error = std::string("waitpid: ") + std::strerror(errno);
-      return r;
-    }
-  }
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (WIFSIGNALED(status)) r.output += "\n(killed by signal " + std::to_string(WTERMSIG(status)) + ")";
-  return r;
-}
-
-std::string command_line(const std::vector<std::string>& argv) {
-  std::string s;
-  for (const std::string& a : argv) {
-    if (!s.empty()) s += ' ';
-    bool plain = !a.empty() && a.find_first_of(" \t\n'\"\\$`*?;&|<>()") == std::string::npos;
-    if (plain) {
-      s += a;
-      continue;
-    }
-    s += '\'';
-    for (char c : a) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    s += '\'';
-  }
-  return s;
-}
 
 bool is_executable_file(const std::string& path) {
   struct stat info;
@@ -203,8 +129,8 @@ std::string nvcc_version() {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = versions.find(path);
   if (it != versions.end()) return it->second;
-  ProcessResult r = run_process({path, "--version"});
-  if (!r.spawn_error.empty() || r.status != 0)
+  ProcessResult r = run_process({path, "--version"}, /*search_path=*/false);
+  if (!r.spawn_error.empty() || r.exit_code != 0)
     fail(ErrorKind::Internal, {},
          "'" + path + " --version' failed: " +
              (r.spawn_error.empty() ? first_log_lines(r.output, 20) : r.spawn_error));
@@ -258,13 +184,13 @@ CompiledCuda compile_with_nvcc(const std::string& source, const std::string& nam
   argv.push_back(output_path);
   argv.push_back(source_path);
 
-  ProcessResult r = run_process(argv);
+  ProcessResult r = run_process(argv, /*search_path=*/false);
   if (!r.spawn_error.empty())
     fail(ErrorKind::Internal, {}, "cannot run nvcc: " + r.spawn_error + "\ncommand: " + command_line(argv));
-  if (r.status != 0)
+  if (r.exit_code != 0)
     fail(ErrorKind::Internal, {},
          "nvcc " + version + " failed to compile '" + file_name + "' (exit status " +
-             std::to_string(r.status) + ")\ncommand: " + command_line(argv) + "\n" +
+             std::to_string(r.exit_code) + ")\ncommand: " + command_line(argv) + "\n" +
              first_log_lines(r.output, 60),
          "the log points into the generated CUDA source (kernel.get_kernel_source() shows it)");
 
