@@ -5,6 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "ir/error.h"
+#include "ir/functor.h"
+#include "ir/intrinsics.h"
+
 namespace tl::c_like {
 
 bool is_reserved_name(const std::string& s) {
@@ -92,6 +96,413 @@ std::string string_literal(const std::string& s) {
     }
   }
   return out + "\"";
+}
+
+// ------------------------------------------------------------------ types
+
+bool is_storage_float(DataType t) {
+  return (t.code == TypeCode::Float && t.bits == 16) || t.code == TypeCode::BFloat ||
+         t.code == TypeCode::Float8E4M3 || t.code == TypeCode::Float8E5M2;
+}
+
+DataType common_type(DataType a, DataType b) {
+  if (a == b) return a;
+  DataType ca = compute_type(a), cb = compute_type(b);
+  if (ca.is_float() != cb.is_float()) return ca.is_float() ? ca : cb;
+  if (ca.is_bool()) return cb;
+  if (cb.is_bool()) return ca;
+  if (ca.bits != cb.bits) return ca.bits > cb.bits ? ca : cb;
+  return ca.is_uint() ? ca : cb;
+}
+
+// ------------------------------------------------------------------ Emitter: output, scopes, types
+
+void Emitter::line(const std::string& s) {
+  if (!s.empty()) out_ << std::string(size_t(indent_) * 2, ' ') << s;
+  out_ << '\n';
+}
+
+Emitter::SavedVar Emitter::bind(const Var& v, const std::string& name, bool nonneg) {
+  SavedVar saved;
+  auto it = var_names_.find(v.get());
+  if (it != var_names_.end()) saved.name = it->second;
+  saved.nonneg = nonneg_.count(v.get()) > 0;
+  var_names_[v.get()] = name;
+  if (nonneg)
+    nonneg_.insert(v.get());
+  else
+    nonneg_.erase(v.get());
+  return saved;
+}
+
+void Emitter::unbind(const Var& v, const SavedVar& saved) {
+  if (saved.name)
+    var_names_[v.get()] = *saved.name;
+  else
+    var_names_.erase(v.get());
+  if (saved.nonneg)
+    nonneg_.insert(v.get());
+  else
+    nonneg_.erase(v.get());
+}
+
+std::string Emitter::var_name(const VarNode* v, Span span) {
+  auto it = var_names_.find(v);
+  if (it != var_names_.end()) return it->second;
+  Span where = span.defined() ? span : v->span;
+  unbound_var(v, where);
+  fail(ErrorKind::Internal, where, internal_ + "variable '" + v->name + "' is used outside its scope",
+       "this is a compiler bug; please report it");
+}
+
+void Emitter::check_dtype(DataType t, Span span, const std::string& what) {
+  if (t.is_sub_byte())
+    fail(ErrorKind::Unsupported, span,
+         what + " has dtype " + t.str() + ", which target " + target_ +
+             " does not support: sub-byte types exist only as packed storage",
+         "store the data as int8/uint8 and unpack the values with shifts and masks");
+  if (t.lanes != 1)
+    fail(ErrorKind::Unsupported, span,
+         what + " has vector dtype " + t.str() + ", which target " + target_ + " does not support",
+         "write the lanes as a T.vectorized loop over scalars");
+}
+
+std::string Emitter::ctype(DataType t, Span span, const std::string& what) {
+  check_dtype(t, span, what);
+  if (is_storage_float(t)) return storage_type_name(t);
+  switch (t.code) {
+    case TypeCode::Int:
+    case TypeCode::UInt:
+      if (t.bits != 8 && t.bits != 16 && t.bits != 32 && t.bits != 64) break;
+      return std::string(t.is_uint() ? "uint" : "int") + std::to_string(t.bits) + "_t";
+    case TypeCode::Float:
+      if (t.bits == 32) return "float";
+      if (t.bits == 64) return "double";
+      break;
+    case TypeCode::Bool:
+      return "bool";
+    case TypeCode::Handle:
+      return "void*";
+    default:
+      break;
+  }
+  fail(ErrorKind::Unsupported, span,
+       what + " has dtype " + t.str() + ", which target " + target_ + " does not support");
+}
+
+// ------------------------------------------------------------------ Emitter: expressions
+
+Code Emitter::convert(const Expr& e, DataType t) {
+  // Immediates are written directly in the wanted type.
+  if (auto* i = as<IntImmNode>(e); i && (t.is_integer() || t.is_bool()))
+    return emit_int(std::make_shared<IntImmNode>(t, i->value, e->span).get());
+  if (auto* i = as<IntImmNode>(e); i && t.is_float())
+    return emit(std::make_shared<FloatImmNode>(t, double(i->value), e->span));
+  if (auto* f = as<FloatImmNode>(e); f && t.is_float())
+    return emit(std::make_shared<FloatImmNode>(t, f->value, e->span));
+  return convert_code(emit(e), e->dtype, t, e->span);
+}
+
+Code Emitter::emit(const Expr& e) {
+  check_dtype(e->dtype, e->span, "an expression");
+  switch (e->kind) {
+    case ExprKind::IntImm:
+      return emit_int(as<IntImmNode>(e));
+    case ExprKind::FloatImm:
+      return emit_float(as<FloatImmNode>(e));
+    case ExprKind::StringImm:
+      fail(ErrorKind::Internal, e->span, internal_ + "a string is used as a value",
+           "strings may only be printed");
+    case ExprKind::Var:
+      return {var_name(as<VarNode>(e), e->span)};
+    case ExprKind::Binary:
+      return emit_binary(as<BinaryNode>(e));
+    case ExprKind::Not:
+      return {"!" + wrap(convert(as<NotNode>(e)->a, DataType::Bool()), kUnary), kUnary};
+    case ExprKind::Select: {
+      auto* n = as<SelectNode>(e);
+      // Only the chosen side is evaluated: the other may be a guarded out-of-bounds load.
+      Code c = convert(n->cond, DataType::Bool());
+      Code t = convert(n->true_value, n->dtype), f = convert(n->false_value, n->dtype);
+      return {wrap(c, kOrOr) + " ? " + wrap(t, kTernary) + " : " + wrap(f, kTernary), kTernary};
+    }
+    case ExprKind::Cast: {
+      auto* n = as<CastNode>(e);
+      return convert(n->value, n->dtype);
+    }
+    case ExprKind::BufferLoad: {
+      auto* n = as<BufferLoadNode>(e);
+      return {element(n->buffer, n->indices, n->span)};
+    }
+    case ExprKind::Call:
+      return emit_call(as<CallNode>(e));
+  }
+  fail(ErrorKind::Internal, e->span, internal_ + "unknown expression kind");
+}
+
+bool Emitter::nonneg(const Expr& e) {
+  if (auto* i = as<IntImmNode>(e)) return i->value >= 0;
+  if (e->dtype.is_uint()) return true;
+  if (auto* v = as<VarNode>(e)) return nonneg_.count(v) > 0;
+  if (auto* c = as<CastNode>(e))
+    return c->dtype.is_integer() && c->value->dtype.is_integer() && c->dtype.bits >= c->value->dtype.bits &&
+           nonneg(c->value);
+  if (auto* s = as<SelectNode>(e)) return nonneg(s->true_value) && nonneg(s->false_value);
+  if (auto* b = as<BinaryNode>(e)) {
+    switch (b->op) {
+      case BinaryOp::Add:
+      case BinaryOp::Mul:
+      case BinaryOp::Min:
+      case BinaryOp::Div:
+      case BinaryOp::Mod:
+      case BinaryOp::FloorDiv:
+        return nonneg(b->a) && nonneg(b->b);
+      case BinaryOp::FloorMod:
+        return nonneg(b->b);
+      case BinaryOp::Max:
+        return nonneg(b->a) || nonneg(b->b);
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
+Code Emitter::emit_binary(const BinaryNode* n) {
+  DataType rt = n->dtype;
+  Span sp = n->span;
+  if (is_logical(n->op)) {
+    Code a = convert(n->a, DataType::Bool()), b = convert(n->b, DataType::Bool());
+    if (n->op == BinaryOp::And) return {wrap(a, kAndAnd) + " && " + wrap(b, kAndAnd - 1), kAndAnd};
+    return {wrap(a, kOrOr) + " || " + wrap(b, kAndAnd), kOrOr};
+  }
+  if (is_comparison(n->op)) {
+    DataType ct = compute_type(common_type(n->a->dtype, n->b->dtype));
+    Code a = convert(n->a, ct), b = convert(n->b, ct);
+    const char* op = ">=";
+    int prec = kRel;
+    switch (n->op) {
+      case BinaryOp::EQ:
+        op = "==";
+        prec = kEq;
+        break;
+      case BinaryOp::NE:
+        op = "!=";
+        prec = kEq;
+        break;
+      case BinaryOp::LT:
+        op = "<";
+        break;
+      case BinaryOp::LE:
+        op = "<=";
+        break;
+      case BinaryOp::GT:
+        op = ">";
+        break;
+      default:
+        break;
+    }
+    return {wrap(a, prec) + " " + op + " " + wrap(b, prec - 1), prec};
+  }
+  DataType ct = compute_type(rt);
+  if (ct.is_bool()) ct = DataType::Int(32);
+  Code a = convert(n->a, ct), b = convert(n->b, ct);
+  bool is_float = ct.is_float();
+  auto infix = [&](const char* op, int prec) {
+    return Code{wrap(a, prec) + " " + op + " " + wrap(b, prec - 1), prec};
+  };
+  auto fn = [&](const char* name) { return Code{std::string(name) + "(" + a.text + ", " + b.text + ")"}; };
+  bool fast = !is_float && nonneg(n->a) && nonneg(n->b);
+  Code r;
+  switch (n->op) {
+    case BinaryOp::Add:
+      r = infix("+", kAdd);
+      break;
+    case BinaryOp::Sub:
+      r = infix("-", kAdd);
+      break;
+    case BinaryOp::Mul:
+      r = infix("*", kMul);
+      break;
+    case BinaryOp::Div:
+      r = infix("/", kMul);
+      break;
+    case BinaryOp::Mod:
+      r = is_float ? fn("tl::fmod") : infix("%", kMul);
+      break;
+    case BinaryOp::FloorDiv:
+      r = fast ? infix("/", kMul) : fn("tl::floordiv");
+      break;
+    case BinaryOp::FloorMod:
+      r = fast ? infix("%", kMul) : fn("tl::floormod");
+      break;
+    case BinaryOp::Min:
+      r = fn("tl::min");
+      break;
+    case BinaryOp::Max:
+      r = fn("tl::max");
+      break;
+    default:
+      fail(ErrorKind::Internal, sp, internal_ + "unexpected operator " + binary_op_name(n->op));
+  }
+  if (rt.is_bool()) return convert_code(r, ct, rt, sp);
+  return finish(r, rt, sp);
+}
+
+Code Emitter::emit_intrinsic(const CallNode* n) {
+  const std::string& op = n->op;
+  Span sp = n->span;
+  std::string unavailable = "intrinsic '" + op + "' is not available on target " + target_;
+  const IntrinsicInfo* info = find_intrinsic(op);
+  if (!info) fail(ErrorKind::Unsupported, sp, unavailable);
+  if (info->arity >= 0 && int(n->args.size()) != info->arity)
+    fail(ErrorKind::Internal, sp,
+         internal_ + "T." + op + " called with " + std::to_string(n->args.size()) + " argument(s)");
+  if (info->math) {
+    DataType ct = compute_type(n->dtype);
+    if (!ct.is_float()) ct = DataType::Float(32);
+    std::string text = "tl::" + op + "(";
+    for (size_t i = 0; i < n->args.size(); ++i) text += (i ? ", " : "") + convert(n->args[i], ct).text;
+    text += ")";
+    return convert_code({text}, ct, n->dtype.is_float() ? n->dtype : ct, sp);
+  }
+  const Expr& x = n->args[0];
+  DataType xt = x->dtype;
+  if (op == "abs") {
+    DataType ct = compute_type(xt);
+    if (ct.is_bool()) return emit(x);
+    Code r{"tl::abs(" + convert(x, ct).text + ")"};
+    return convert_code(finish(r, xt, sp), xt, n->dtype, sp);
+  }
+  if (op == "isnan" || op == "isinf") {
+    if (!xt.is_float()) return {"false"};
+    return {"tl::" + op + "(" + convert(x, compute_type(xt)).text + ")"};
+  }
+  fail(ErrorKind::Unsupported, sp, unavailable);
+}
+
+Code Emitter::emit_int64(const Expr& e) {
+  DataType i64 = DataType::Int(64);
+  if (auto* i = as<IntImmNode>(e)) return int64_literal(i->value);
+  if (auto* v = as<VarNode>(e)) {
+    std::string name = var_name(v, e->span);
+    return v->dtype == i64 ? Code{name} : Code{"(int64_t)" + name, kUnary};
+  }
+  if (auto* b = as<BinaryNode>(e); b && b->dtype.is_int()) {
+    auto infix = [&](const char* op, int prec) {
+      return Code{wrap(emit_int64(b->a), prec) + " " + op + " " + wrap(emit_int64(b->b), prec - 1), prec};
+    };
+    // Both arguments of the tl:: helpers must be int64_t exactly (one template type).
+    auto arg = [&](const Expr& x) {
+      auto* imm = as<IntImmNode>(x);
+      return imm ? int64_arg(imm->value) : emit_int64(x).text;
+    };
+    auto fn = [&](const char* name) {
+      return Code{std::string(name) + "(" + arg(b->a) + ", " + arg(b->b) + ")"};
+    };
+    bool fast = nonneg(b->a) && nonneg(b->b);
+    switch (b->op) {
+      case BinaryOp::Add:
+        return infix("+", kAdd);
+      case BinaryOp::Sub:
+        return infix("-", kAdd);
+      case BinaryOp::Mul:
+        return infix("*", kMul);
+      case BinaryOp::FloorDiv:
+        return fast ? infix("/", kMul) : fn("tl::floordiv");
+      case BinaryOp::FloorMod:
+        return fast ? infix("%", kMul) : fn("tl::floormod");
+      case BinaryOp::Min:
+        return fn("tl::min");
+      case BinaryOp::Max:
+        return fn("tl::max");
+      default:
+        break;
+    }
+  }
+  if (auto* c = as<CastNode>(e);
+      c && c->value->dtype.is_int() && c->dtype.is_int() && c->dtype.bits >= c->value->dtype.bits)
+    return emit_int64(c->value);
+  return convert(e, i64);
+}
+
+// ------------------------------------------------------------------ Emitter: statements
+
+void Emitter::emit_stmt(const Stmt& s) {
+  if (!s) return;
+  switch (s->kind) {
+    case StmtKind::Seq:
+      for (auto& x : as<SeqStmtNode>(s)->seq) emit_stmt(x);
+      return;
+    case StmtKind::For:
+      return emit_for(as<ForNode>(s));
+    case StmtKind::IfThenElse:
+      return emit_if(as<IfThenElseNode>(s));
+    case StmtKind::BufferStore:
+      return emit_store(as<BufferStoreNode>(s));
+    case StmtKind::LetStmt: {
+      auto* n = as<LetStmtNode>(s);
+      std::string t = ctype(n->var->dtype, n->span, "variable '" + n->var->name + "'");
+      Code value = convert(n->value, n->var->dtype);
+      bool nn = n->var->dtype.is_integer() && nonneg(n->value);
+      std::string name = names_.fresh(n->var->name);
+      line("const " + t + " " + name + " = " + value.text + ";");
+      with_var(n->var, name, nn, [&] { emit_stmt(n->body); });
+      return;
+    }
+    case StmtKind::Evaluate:
+      return emit_evaluate(as<EvaluateNode>(s));
+    case StmtKind::Allocate:
+      return emit_allocate(as<AllocateNode>(s));
+    case StmtKind::TileOp:
+    case StmtKind::Kernel:
+      return emit_other_stmt(s);
+  }
+}
+
+void Emitter::emit_store(const BufferStoreNode* n) {
+  std::string lhs = element(n->buffer, n->indices, n->span);
+  Code value = convert(n->value, n->buffer->dtype);
+  line(lhs + " = " + value.text + ";");
+}
+
+void Emitter::emit_block(const Stmt& body) {
+  ++indent_;
+  emit_stmt(body);
+  --indent_;
+}
+
+void Emitter::emit_if(const IfThenElseNode* n) {
+  line("if (" + convert(n->cond, DataType::Bool()).text + ") {");
+  emit_block(n->then_case);
+  if (n->else_case) {
+    line("} else {");
+    emit_block(n->else_case);
+  }
+  line("}");
+}
+
+void Emitter::emit_loop(const ForNode* n) {
+  DataType vt = n->var->dtype;
+  std::string t = ctype(vt, n->span, "loop variable '" + n->var->name + "'");
+  std::string name = names_.fresh(n->var->name);
+  Code mn = convert(n->min, vt);
+  Code ext = convert(n->extent, vt);
+  std::string bound;
+  const int64_t* m = const_int(n->min);
+  if (m && *m == 0) {
+    bound = wrap(ext, kRel - 1);
+  } else {
+    // Evaluate the end once; the loop then has a canonical form (what OpenMP wants).
+    std::string end = names_.fresh(name + "_end");
+    line("const " + t + " " + end + " = " + wrap(mn, kAdd) + " + " + wrap(ext, kAdd - 1) + ";");
+    bound = end;
+  }
+  loop_pragma(n);
+  line("for (" + t + " " + name + " = " + mn.text + "; " + name + " < " + bound + "; ++" + name + ") {");
+  bool nn = vt.is_integer() && nonneg(n->min);
+  with_var(n->var, name, nn, [&] { emit_block(n->body); });
+  line("}");
 }
 
 }  // namespace tl::c_like

@@ -45,6 +45,7 @@ def test_disk_cache_hit_in_new_process(cache_dir, tmp_path):
         print(k.cache_hit or "compiled", f"{k.compile_time * 1e3:.1f}")
     """))
     env = dict(os.environ, TILELANG_CACHE_DIR=str(cache_dir))
+    env.pop("TILELANG_DISABLE_CACHE", None)
     first = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
     assert first.returncode == 0, first.stderr
     assert first.stdout.split()[0] == "compiled"

@@ -32,70 +32,7 @@
 namespace tl {
 namespace {
 
-using namespace c_like;  // Code, wrap, the precedence constants, NameTable, sanitize, string_literal
-
-// ------------------------------------------------------------------ types
-
-bool is_storage_float(DataType t) {
-  return (t.code == TypeCode::Float && t.bits == 16) || t.code == TypeCode::BFloat ||
-         t.code == TypeCode::Float8E4M3 || t.code == TypeCode::Float8E5M2;
-}
-
-// The type arithmetic of dtype t is carried out in.
-DataType compute_type(DataType t) { return is_storage_float(t) ? DataType::Float(32) : t; }
-
-void check_dtype(DataType t, Span span, const std::string& what) {
-  if (t.is_sub_byte())
-    fail(ErrorKind::Unsupported, span,
-         what + " has dtype " + t.str() +
-             ", which target cpu does not support: sub-byte types exist only "
-             "as packed storage",
-         "store the data as int8/uint8 and unpack the values with shifts and masks");
-  if (t.lanes != 1)
-    fail(ErrorKind::Unsupported, span,
-         what + " has vector dtype " + t.str() + ", which target cpu does not support",
-         "write the lanes as a T.vectorized loop over scalars");
-}
-
-std::string ctype(DataType t, Span span, const std::string& what = "a value") {
-  check_dtype(t, span, what);
-  switch (t.code) {
-    case TypeCode::Int:
-    case TypeCode::UInt: {
-      if (t.bits != 8 && t.bits != 16 && t.bits != 32 && t.bits != 64) break;
-      return std::string(t.is_uint() ? "uint" : "int") + std::to_string(t.bits) + "_t";
-    }
-    case TypeCode::Float:
-      if (t.bits == 16) return "tl::half_t";
-      if (t.bits == 32) return "float";
-      if (t.bits == 64) return "double";
-      break;
-    case TypeCode::BFloat:
-      return "tl::bfloat16_t";
-    case TypeCode::Float8E4M3:
-      return "tl::float8_e4m3_t";
-    case TypeCode::Float8E5M2:
-      return "tl::float8_e5m2_t";
-    case TypeCode::Bool:
-      return "bool";
-    case TypeCode::Handle:
-      return "void*";
-    default:
-      break;
-  }
-  fail(ErrorKind::Unsupported, span, what + " has dtype " + t.str() + ", which target cpu does not support");
-}
-
-// The dtype two operands meet in when the IR left them different (hand-built IR).
-DataType common_type(DataType a, DataType b) {
-  if (a == b) return a;
-  DataType ca = compute_type(a), cb = compute_type(b);
-  if (ca.is_float() != cb.is_float()) return ca.is_float() ? ca : cb;
-  if (ca.is_bool()) return cb;
-  if (cb.is_bool()) return ca;
-  if (ca.bits != cb.bits) return ca.bits > cb.bits ? ca : cb;
-  return ca.is_uint() ? ca : cb;
-}
+using namespace c_like;  // Emitter, Code, wrap, the precedence constants, the type helpers
 
 // ------------------------------------------------------------------ literals
 
@@ -163,8 +100,10 @@ struct BufferInfo {
   std::vector<std::string> strides;  // precomputed int64 stride names (params), else empty
 };
 
-class CodeGenCPU {
+class CodeGenCPU : public Emitter {
  public:
+  CodeGenCPU() : Emitter("cpu", "") {}
+
   std::string run(const PrimFunc& f) {
     func_ = f;
     // The runtime looks the entry up as "<name>_entry".
@@ -184,43 +123,12 @@ class CodeGenCPU {
   }
 
  private:
-  // ---------------------------------------------------------------- output helpers
-  void line(const std::string& s) {
-    if (!s.empty()) out_ << std::string(size_t(indent_) * 2, ' ') << s;
-    out_ << '\n';
-  }
-  // Pragmas start in column 0 of their own line; keep them indented for readability.
-  void pragma(const std::string& s) { line("#pragma " + s); }
-
   // ---------------------------------------------------------------- scopes
   std::string bind_var(const Var& v) {
     std::string name = names_.fresh(v->name);
     var_names_[v.get()] = name;
     return name;
   }
-  // Binds v for the duration of fn, restoring any outer binding afterwards.
-  template <typename Fn>
-  void with_var(const Var& v, const std::string& name, bool nonneg, Fn fn) {
-    auto it = var_names_.find(v.get());
-    std::optional<std::string> previous;
-    if (it != var_names_.end()) previous = it->second;
-    bool was_nonneg = nonneg_.count(v.get()) > 0;
-    var_names_[v.get()] = name;
-    if (nonneg)
-      nonneg_.insert(v.get());
-    else
-      nonneg_.erase(v.get());
-    fn();
-    if (previous)
-      var_names_[v.get()] = *previous;
-    else
-      var_names_.erase(v.get());
-    if (was_nonneg)
-      nonneg_.insert(v.get());
-    else
-      nonneg_.erase(v.get());
-  }
-
   const BufferInfo& buffer_info(const Buffer& b, Span span) {
     auto it = buffers_.find(b->data ? (const void*)b->data.get() : (const void*)b.get());
     if (it == buffers_.end())
@@ -275,19 +183,19 @@ class CodeGenCPU {
   }
 
   // ---------------------------------------------------------------- expressions
-  // e converted to the C++ type of dtype t.
-  Code convert(const Expr& e, DataType t) {
-    // Immediates are written directly in the wanted type.
-    if (auto* i = as<IntImmNode>(e); i && (t.is_integer() || t.is_bool()))
-      return emit_int(std::make_shared<IntImmNode>(t, i->value, e->span).get());
-    if (auto* i = as<IntImmNode>(e); i && t.is_float())
-      return emit(std::make_shared<FloatImmNode>(t, double(i->value), e->span));
-    if (auto* f = as<FloatImmNode>(e); f && t.is_float())
-      return emit(std::make_shared<FloatImmNode>(t, f->value, e->span));
-    Code c = emit(e);
-    return convert_code(c, e->dtype, t, e->span);
+  std::string storage_type_name(DataType t) override {
+    switch (t.code) {
+      case TypeCode::BFloat:
+        return "tl::bfloat16_t";
+      case TypeCode::Float8E4M3:
+        return "tl::float8_e4m3_t";
+      case TypeCode::Float8E5M2:
+        return "tl::float8_e5m2_t";
+      default:
+        return "tl::half_t";
+    }
   }
-  Code convert_code(const Code& c, DataType from, DataType to, Span span) {
+  Code convert_code(const Code& c, DataType from, DataType to, Span span) override {
     if (from == to) return c;
     std::string t = ctype(to, span);
     if (to.is_bool()) {
@@ -305,56 +213,21 @@ class CodeGenCPU {
     }
     return {"(" + t + ")" + wrap(c, kUnary), kUnary};
   }
-  // Rounds a value computed in compute_type(t) back to t where they differ.
-  Code finish(const Code& c, DataType t, Span span) {
+  Code finish(const Code& c, DataType t, Span span) override {
     if (is_storage_float(t)) return {ctype(t, span) + "(" + c.text + ")"};
     if (t.is_integer() && t.bits < 32) return {ctype(t, span) + "(" + c.text + ")"};
     return c;
   }
 
-  Code emit(const Expr& e) {
-    check_dtype(e->dtype, e->span, "an expression");
-    switch (e->kind) {
-      case ExprKind::IntImm:
-        return emit_int(as<IntImmNode>(e));
-      case ExprKind::FloatImm: {
-        auto* n = as<FloatImmNode>(e);
-        DataType ct = compute_type(n->dtype);
-        Code lit{float_literal(n->value, ct.bits == 32)};
-        if (lit.text[0] == '-') lit.prec = kUnary;
-        if (is_storage_float(n->dtype)) return {ctype(n->dtype, n->span) + "(" + lit.text + ")"};
-        return lit;
-      }
-      case ExprKind::StringImm:
-        fail(ErrorKind::Internal, e->span, "a string is used as a value", "strings may only be printed");
-      case ExprKind::Var:
-        return {var_name(as<VarNode>(e), e->span)};
-      case ExprKind::Binary:
-        return emit_binary(as<BinaryNode>(e));
-      case ExprKind::Not:
-        return {"!" + wrap(convert(as<NotNode>(e)->a, DataType::Bool()), kUnary), kUnary};
-      case ExprKind::Select: {
-        auto* n = as<SelectNode>(e);
-        // Only the chosen side is evaluated: the other may be a guarded out-of-bounds load.
-        Code c = convert(n->cond, DataType::Bool());
-        Code t = convert(n->true_value, n->dtype), f = convert(n->false_value, n->dtype);
-        return {wrap(c, kOrOr) + " ? " + wrap(t, kTernary) + " : " + wrap(f, kTernary), kTernary};
-      }
-      case ExprKind::Cast: {
-        auto* n = as<CastNode>(e);
-        return convert(n->value, n->dtype);
-      }
-      case ExprKind::BufferLoad: {
-        auto* n = as<BufferLoadNode>(e);
-        return {element(n->buffer, n->indices, n->span)};
-      }
-      case ExprKind::Call:
-        return emit_call(as<CallNode>(e));
-    }
-    fail(ErrorKind::Internal, e->span, "unknown expression kind");
+  Code emit_float(const FloatImmNode* n) override {
+    DataType ct = compute_type(n->dtype);
+    Code lit{float_literal(n->value, ct.bits == 32)};
+    if (lit.text[0] == '-') lit.prec = kUnary;
+    if (is_storage_float(n->dtype)) return {ctype(n->dtype, n->span) + "(" + lit.text + ")"};
+    return lit;
   }
 
-  Code emit_int(const IntImmNode* n) {
+  Code emit_int(const IntImmNode* n) override {
     DataType t = n->dtype;
     int64_t v = n->value;
     if (t.is_bool()) return {v ? "true" : "false"};
@@ -375,12 +248,8 @@ class CodeGenCPU {
     return emit(std::make_shared<FloatImmNode>(t, double(v), n->span));
   }
 
-  std::string var_name(const VarNode* v, Span span) {
-    auto it = var_names_.find(v);
-    if (it != var_names_.end()) return it->second;
-    if (thread_vars_.count(v)) fail_thread_use(span.defined() ? span : v->span);
-    fail(ErrorKind::Internal, span.defined() ? span : v->span,
-         "variable '" + v->name + "' is used outside its scope", "this is a compiler bug; please report it");
+  void unbound_var(const VarNode* v, Span span) override {
+    if (thread_vars_.count(v)) fail_thread_use(span);
   }
 
   [[noreturn]] static void fail_thread_use(Span span) {
@@ -390,202 +259,20 @@ class CodeGenCPU {
          "express per-element work with T.Parallel, or compile for a GPU target");
   }
 
-  // Non-negative integer expressions: division and remainder by a positive amount can
-  // then use C's operators, which vectorise better than the floor forms.
-  bool nonneg(const Expr& e) {
-    if (auto* i = as<IntImmNode>(e)) return i->value >= 0;
-    if (e->dtype.is_uint()) return true;
-    if (auto* v = as<VarNode>(e)) return nonneg_.count(v) > 0;
-    if (auto* c = as<CastNode>(e))
-      return c->dtype.is_integer() && c->value->dtype.is_integer() && c->dtype.bits >= c->value->dtype.bits &&
-             nonneg(c->value);
-    if (auto* s = as<SelectNode>(e)) return nonneg(s->true_value) && nonneg(s->false_value);
-    if (auto* b = as<BinaryNode>(e)) {
-      switch (b->op) {
-        case BinaryOp::Add:
-        case BinaryOp::Mul:
-        case BinaryOp::Min:
-        case BinaryOp::Div:
-        case BinaryOp::Mod:
-        case BinaryOp::FloorDiv:
-          return nonneg(b->a) && nonneg(b->b);
-        case BinaryOp::FloorMod:
-          return nonneg(b->b);
-        case BinaryOp::Max:
-          return nonneg(b->a) || nonneg(b->b);
-        default:
-          return false;
-      }
-    }
-    return false;
-  }
-
-  Code emit_binary(const BinaryNode* n) {
-    DataType rt = n->dtype;
-    Span sp = n->span;
-    if (is_logical(n->op)) {
-      Code a = convert(n->a, DataType::Bool()), b = convert(n->b, DataType::Bool());
-      if (n->op == BinaryOp::And) return {wrap(a, kAndAnd) + " && " + wrap(b, kAndAnd - 1), kAndAnd};
-      return {wrap(a, kOrOr) + " || " + wrap(b, kAndAnd), kOrOr};
-    }
-    if (is_comparison(n->op)) {
-      DataType ct = compute_type(common_type(n->a->dtype, n->b->dtype));
-      Code a = convert(n->a, ct), b = convert(n->b, ct);
-      const char* op = nullptr;
-      int prec = kRel;
-      switch (n->op) {
-        case BinaryOp::EQ:
-          op = "==";
-          prec = kEq;
-          break;
-        case BinaryOp::NE:
-          op = "!=";
-          prec = kEq;
-          break;
-        case BinaryOp::LT:
-          op = "<";
-          break;
-        case BinaryOp::LE:
-          op = "<=";
-          break;
-        case BinaryOp::GT:
-          op = ">";
-          break;
-        default:
-          op = ">=";
-          break;
-      }
-      return {wrap(a, prec) + " " + op + " " + wrap(b, prec - 1), prec};
-    }
-    DataType ct = compute_type(rt);
-    if (ct.is_bool()) ct = DataType::Int(32);
-    Code a = convert(n->a, ct), b = convert(n->b, ct);
-    bool is_float = ct.is_float();
-    auto infix = [&](const char* op, int prec) {
-      return Code{wrap(a, prec) + " " + op + " " + wrap(b, prec - 1), prec};
-    };
-    auto fn = [&](const char* name) { return Code{std::string(name) + "(" + a.text + ", " + b.text + ")"}; };
-    Code r;
-    switch (n->op) {
-      case BinaryOp::Add:
-        r = infix("+", kAdd);
-        break;
-      case BinaryOp::Sub:
-        r = infix("-", kAdd);
-        break;
-      case BinaryOp::Mul:
-        r = infix("*", kMul);
-        break;
-      case BinaryOp::Div:
-        r = infix("/", kMul);
-        break;
-      case BinaryOp::Mod:
-        r = is_float ? fn("tl::fmod") : infix("%", kMul);
-        break;
-      case BinaryOp::FloorDiv:
-        r = (!is_float && nonneg(n->a) && nonneg(n->b)) ? infix("/", kMul) : fn("tl::floordiv");
-        break;
-      case BinaryOp::FloorMod:
-        r = (!is_float && nonneg(n->a) && nonneg(n->b)) ? infix("%", kMul) : fn("tl::floormod");
-        break;
-      case BinaryOp::Min:
-        r = fn("tl::min");
-        break;
-      case BinaryOp::Max:
-        r = fn("tl::max");
-        break;
-      default:
-        fail(ErrorKind::Internal, sp, std::string("unexpected operator ") + binary_op_name(n->op));
-    }
-    if (rt.is_bool()) return convert_code(r, ct, rt, sp);
-    return finish(r, rt, sp);
-  }
-
-  Code emit_call(const CallNode* n) {
+  Code emit_call(const CallNode* n) override {
     const std::string& op = n->op;
     Span sp = n->span;
     if (op == "thread_index") fail_thread_use(sp);
     if (op == "print" || op.rfind("atomic_", 0) == 0)
       fail(ErrorKind::Internal, sp, "T." + op + " is used as a value", "call it as a statement");
-    const IntrinsicInfo* info = find_intrinsic(op);
-    if (!info) {
-      fail(ErrorKind::Unsupported, sp, "intrinsic '" + op + "' is not available on target cpu");
-    }
-    if (info->arity >= 0 && int(n->args.size()) != info->arity)
-      fail(ErrorKind::Internal, sp,
-           "T." + op + " called with " + std::to_string(n->args.size()) + " argument(s)");
-    if (info->math) {
-      DataType ct = compute_type(n->dtype);
-      if (!ct.is_float()) ct = DataType::Float(32);
-      std::string text = "tl::" + op + "(";
-      for (size_t i = 0; i < n->args.size(); ++i) text += (i ? ", " : "") + convert(n->args[i], ct).text;
-      text += ")";
-      return convert_code({text}, ct, n->dtype.is_float() ? n->dtype : ct, sp);
-    }
-    const Expr& x = n->args[0];
-    DataType xt = x->dtype;
-    if (op == "abs") {
-      DataType ct = compute_type(xt);
-      if (ct.is_bool()) return emit(x);
-      Code r{"tl::abs(" + convert(x, ct).text + ")"};
-      return convert_code(finish(r, xt, sp), xt, n->dtype, sp);
-    }
-    if (op == "isnan" || op == "isinf") {
-      if (!xt.is_float()) return {"false"};
-      return {"tl::" + op + "(" + convert(x, compute_type(xt)).text + ")"};
-    }
-    fail(ErrorKind::Unsupported, sp, "intrinsic '" + op + "' is not available on target cpu");
+    return emit_intrinsic(n);
   }
 
-  // An int64 rendering of an integer expression: every variable is widened before any
-  // arithmetic, so products of extents cannot overflow int32.
-  Code emit_int64(const Expr& e) {
-    DataType i64 = DataType::Int(64);
-    if (auto* i = as<IntImmNode>(e)) return {std::to_string(i->value), i->value < 0 ? kUnary : kPrimary};
-    if (auto* v = as<VarNode>(e)) {
-      std::string name = var_name(v, e->span);
-      return v->dtype == i64 ? Code{name} : Code{"(int64_t)" + name, kUnary};
-    }
-    if (auto* b = as<BinaryNode>(e); b && b->dtype.is_int()) {
-      auto infix = [&](const char* op, int prec) {
-        return Code{wrap(emit_int64(b->a), prec) + " " + op + " " + wrap(emit_int64(b->b), prec - 1), prec};
-      };
-      // Both arguments of the tl:: helpers must be int64_t exactly (one template type).
-      auto arg = [&](const Expr& x) {
-        auto* imm = as<IntImmNode>(x);
-        return imm ? "int64_t(" + std::to_string(imm->value) + ")" : emit_int64(x).text;
-      };
-      auto fn = [&](const char* name) {
-        return Code{std::string(name) + "(" + arg(b->a) + ", " + arg(b->b) + ")"};
-      };
-      bool fast = nonneg(b->a) && nonneg(b->b);
-      switch (b->op) {
-        case BinaryOp::Add:
-          return infix("+", kAdd);
-        case BinaryOp::Sub:
-          return infix("-", kAdd);
-        case BinaryOp::Mul:
-          return infix("*", kMul);
-        case BinaryOp::FloorDiv:
-          return fast ? infix("/", kMul) : fn("tl::floordiv");
-        case BinaryOp::FloorMod:
-          return fast ? infix("%", kMul) : fn("tl::floormod");
-        case BinaryOp::Min:
-          return fn("tl::min");
-        case BinaryOp::Max:
-          return fn("tl::max");
-        default:
-          break;
-      }
-    }
-    if (auto* c = as<CastNode>(e);
-        c && c->value->dtype.is_int() && c->dtype.is_int() && c->dtype.bits >= c->value->dtype.bits)
-      return emit_int64(c->value);
-    return convert(e, i64);
-  }
+  Code int64_literal(int64_t v) override { return {std::to_string(v), v < 0 ? kUnary : kPrimary}; }
+  std::string int64_arg(int64_t v) override { return "int64_t(" + std::to_string(v) + ")"; }
 
   // `name[offset]` (or the scalar of a local.var) for an element of b.
-  std::string element(const Buffer& b, const std::vector<Expr>& indices, Span span) {
+  std::string element(const Buffer& b, const std::vector<Expr>& indices, Span span) override {
     const BufferInfo& info = buffer_info(b, span);
     if (info.scalar) return info.name;
     return info.name + "[" + offset(b, info, indices, span) + "]";
@@ -635,76 +322,34 @@ class CodeGenCPU {
   }
 
   // ---------------------------------------------------------------- statements
-  void emit_stmt(const Stmt& s) {
-    if (!s) return;
-    switch (s->kind) {
-      case StmtKind::Seq:
-        for (auto& x : as<SeqStmtNode>(s)->seq) emit_stmt(x);
-        return;
-      case StmtKind::For:
-        return emit_for(as<ForNode>(s));
-      case StmtKind::IfThenElse:
-        return emit_if(as<IfThenElseNode>(s));
-      case StmtKind::BufferStore: {
-        auto* n = as<BufferStoreNode>(s);
-        std::string lhs = element(n->buffer, n->indices, n->span);
-        Code value = convert(n->value, n->buffer->dtype);
-        if (is_storage_float(n->buffer->dtype) && !buffer_info(n->buffer, n->span).scalar) {
-          // Copy the bits: GCC does not vectorise loops that copy small structs.
-          line(lhs + ".bits = " + wrap(value, kPrimary) + ".bits;");
-        } else {
-          line(lhs + " = " + value.text + ";");
-        }
-        return;
-      }
-      case StmtKind::LetStmt: {
-        auto* n = as<LetStmtNode>(s);
-        std::string t = ctype(n->var->dtype, n->span, "variable '" + n->var->name + "'");
-        Code value = convert(n->value, n->var->dtype);
-        bool nn = n->var->dtype.is_integer() && nonneg(n->value);
-        std::string name = names_.fresh(n->var->name);
-        line("const " + t + " " + name + " = " + value.text + ";");
-        with_var(n->var, name, nn, [&] { emit_stmt(n->body); });
-        return;
-      }
-      case StmtKind::Evaluate:
-        return emit_evaluate(as<EvaluateNode>(s));
-      case StmtKind::Allocate:
-        return emit_allocate(as<AllocateNode>(s));
-      case StmtKind::TileOp:
-        fail(ErrorKind::Internal, s->span,
-             "tile operator T." + as<TileOpNode>(s)->op + " reached code generation",
-             "the CPU pipeline lowers every tile operator first; this is a compiler bug");
-      case StmtKind::Kernel:
-        return emit_kernel(as<KernelNode>(s));
+  void emit_store(const BufferStoreNode* n) override {
+    std::string lhs = element(n->buffer, n->indices, n->span);
+    Code value = convert(n->value, n->buffer->dtype);
+    if (is_storage_float(n->buffer->dtype) && !buffer_info(n->buffer, n->span).scalar) {
+      // Copy the bits: GCC does not vectorise loops that copy small structs.
+      line(lhs + ".bits = " + wrap(value, kPrimary) + ".bits;");
+    } else {
+      line(lhs + " = " + value.text + ";");
     }
   }
 
-  void emit_block(const Stmt& body) {
-    ++indent_;
-    emit_stmt(body);
-    --indent_;
+  void emit_other_stmt(const Stmt& s) override {
+    if (s->kind == StmtKind::TileOp)
+      fail(ErrorKind::Internal, s->span,
+           "tile operator T." + as<TileOpNode>(s)->op + " reached code generation",
+           "the CPU pipeline lowers every tile operator first; this is a compiler bug");
+    emit_kernel(as<KernelNode>(s));
   }
 
-  void emit_for(const ForNode* n) {
-    DataType vt = n->var->dtype;
-    std::string t = ctype(vt, n->span, "loop variable '" + n->var->name + "'");
+  void emit_for(const ForNode* n) override {
+    ctype(n->var->dtype, n->span, "loop variable '" + n->var->name + "'");
     if (n->for_kind == ForKind::Pipelined)
       fail(ErrorKind::Internal, n->span, "a T.Pipelined loop reached CPU code generation",
            "the CPU pipeline turns pipelined loops into serial ones; this is a compiler bug");
-    std::string name = names_.fresh(n->var->name);
-    Code mn = convert(n->min, vt);
-    Code ext = convert(n->extent, vt);
-    std::string bound;
-    const int64_t* m = const_int(n->min);
-    if (m && *m == 0) {
-      bound = wrap(ext, kRel - 1);
-    } else {
-      // Evaluate the end once; the loop then has the canonical form OpenMP wants.
-      std::string end = names_.fresh(name + "_end");
-      line("const " + t + " " + end + " = " + wrap(mn, kAdd) + " + " + wrap(ext, kAdd - 1) + ";");
-      bound = end;
-    }
+    emit_loop(n);
+  }
+
+  void loop_pragma(const ForNode* n) override {
     switch (n->for_kind) {
       case ForKind::Parallel:
       case ForKind::Vectorized:
@@ -718,23 +363,9 @@ class CodeGenCPU {
       default:
         break;
     }
-    line("for (" + t + " " + name + " = " + mn.text + "; " + name + " < " + bound + "; ++" + name + ") {");
-    bool nn = vt.is_integer() && nonneg(n->min);
-    with_var(n->var, name, nn, [&] { emit_block(n->body); });
-    line("}");
   }
 
-  void emit_if(const IfThenElseNode* n) {
-    line("if (" + convert(n->cond, DataType::Bool()).text + ") {");
-    emit_block(n->then_case);
-    if (n->else_case) {
-      line("} else {");
-      emit_block(n->else_case);
-    }
-    line("}");
-  }
-
-  void emit_evaluate(const EvaluateNode* n) {
+  void emit_evaluate(const EvaluateNode* n) override {
     auto* call = as<CallNode>(n->value);
     if (!call) {
       if (n->value->kind == ExprKind::IntImm || n->value->kind == ExprKind::FloatImm) return;
@@ -805,7 +436,7 @@ class CodeGenCPU {
     buffers_[buffer_key(b)] = info;
   }
 
-  void emit_allocate(const AllocateNode* n) {
+  void emit_allocate(const AllocateNode* n) override {
     const Buffer& b = n->buffer;
     if (b->scope == scope::kLocalVar) {
       std::string t = ctype(b->dtype, n->span, "variable '" + b->name + "'");
@@ -968,11 +599,6 @@ class CodeGenCPU {
   static constexpr int64_t kStackBytesPerKernel = 64 * 1024;
 
   PrimFunc func_;
-  std::ostringstream out_;
-  int indent_ = 0;
-  NameTable names_;
-  std::unordered_map<const VarNode*, std::string> var_names_;
-  std::unordered_set<const VarNode*> nonneg_;
   std::unordered_set<const VarNode*> thread_vars_;
   std::unordered_map<const void*, BufferInfo> buffers_;
   std::unordered_set<const AllocateNode*> hoisted_;

@@ -41,73 +41,12 @@
 namespace tl {
 namespace {
 
-using c_like::Code;
-using c_like::wrap;
-using namespace c_like;  // precedence constants
+using namespace c_like;  // Emitter, Code, wrap, the precedence constants, the type helpers
 
 constexpr int64_t kDynSmemAlign = 128;
 constexpr int64_t kStaticSmemLimit = 48 * 1024;  // the most a kernel may declare statically
 
-// ------------------------------------------------------------------ types
-
-bool is_storage_float(DataType t) {
-  return (t.code == TypeCode::Float && t.bits == 16) || t.code == TypeCode::BFloat ||
-         t.code == TypeCode::Float8E4M3 || t.code == TypeCode::Float8E5M2;
-}
-
-// The type arithmetic of dtype t is carried out in.
-DataType compute_type(DataType t) { return is_storage_float(t) ? DataType::Float(32) : t; }
-
-void check_dtype(DataType t, Span span, const std::string& what) {
-  if (t.is_sub_byte())
-    fail(ErrorKind::Unsupported, span,
-         what + " has dtype " + t.str() +
-             ", which target cuda does not support: sub-byte types exist only as packed storage",
-         "store the data as int8/uint8 and unpack the values with shifts and masks");
-  if (t.lanes != 1)
-    fail(ErrorKind::Unsupported, span,
-         what + " has vector dtype " + t.str() + ", which target cuda does not support",
-         "write the lanes as a T.vectorized loop over scalars");
-}
-
-std::string ctype(DataType t, Span span, const std::string& what = "a value") {
-  check_dtype(t, span, what);
-  switch (t.code) {
-    case TypeCode::Int:
-    case TypeCode::UInt:
-      if (t.bits != 8 && t.bits != 16 && t.bits != 32 && t.bits != 64) break;
-      return std::string(t.is_uint() ? "uint" : "int") + std::to_string(t.bits) + "_t";
-    case TypeCode::Float:
-      if (t.bits == 16) return "__half";
-      if (t.bits == 32) return "float";
-      if (t.bits == 64) return "double";
-      break;
-    case TypeCode::BFloat:
-      return "__nv_bfloat16";
-    case TypeCode::Float8E4M3:
-      return "__nv_fp8_e4m3";
-    case TypeCode::Float8E5M2:
-      return "__nv_fp8_e5m2";
-    case TypeCode::Bool:
-      return "bool";
-    case TypeCode::Handle:
-      return "void*";
-    default:
-      break;
-  }
-  fail(ErrorKind::Unsupported, span, what + " has dtype " + t.str() + ", which target cuda does not support");
-}
-
-// The dtype two operands meet in when the IR left them different (hand-built IR).
-DataType common_type(DataType a, DataType b) {
-  if (a == b) return a;
-  DataType ca = compute_type(a), cb = compute_type(b);
-  if (ca.is_float() != cb.is_float()) return ca.is_float() ? ca : cb;
-  if (ca.is_bool()) return cb;
-  if (cb.is_bool()) return ca;
-  if (ca.bits != cb.bits) return ca.bits > cb.bits ? ca : cb;
-  return ca.is_uint() ? ca : cb;
-}
+// ------------------------------------------------------------------ targets
 
 // "sm_90a" -> 90; 0 when the string is not of that form.
 int arch_number(const std::string& arch) {
@@ -372,9 +311,10 @@ struct BufferInfo {
   std::vector<std::string> strides;  // precomputed int64 stride names (params), else empty
 };
 
-class CodeGenCUDA {
+class CodeGenCUDA : public Emitter {
  public:
-  CodeGenCUDA(const PrimFunc& f, const CudaCodegenOptions& opts) : func_(f), opts_(opts) {}
+  CodeGenCUDA(const PrimFunc& f, const CudaCodegenOptions& opts)
+      : Emitter("cuda", "internal: "), func_(f), opts_(opts) {}
 
   std::string run() {
     auto sites = find_kernels(func_);
@@ -389,36 +329,7 @@ class CodeGenCUDA {
   }
 
  private:
-  // ---------------------------------------------------------------- output helpers
-  void line(const std::string& s) {
-    if (!s.empty()) out_ << std::string(size_t(indent_) * 2, ' ') << s;
-    out_ << '\n';
-  }
-  void pragma(const std::string& s) { line("#pragma " + s); }
-
   // ---------------------------------------------------------------- scopes
-  template <typename Fn>
-  void with_var(const Var& v, const std::string& name, bool nonneg, Fn fn) {
-    auto it = var_names_.find(v.get());
-    std::optional<std::string> previous;
-    if (it != var_names_.end()) previous = it->second;
-    bool was_nonneg = nonneg_.count(v.get()) > 0;
-    var_names_[v.get()] = name;
-    if (nonneg)
-      nonneg_.insert(v.get());
-    else
-      nonneg_.erase(v.get());
-    fn();
-    if (previous)
-      var_names_[v.get()] = *previous;
-    else
-      var_names_.erase(v.get());
-    if (was_nonneg)
-      nonneg_.insert(v.get());
-    else
-      nonneg_.erase(v.get());
-  }
-
   const BufferInfo& buffer_info(const Buffer& b, Span span) {
     auto it = buffers_.find(buffer_key(b));
     if (it == buffers_.end())
@@ -606,16 +517,17 @@ class CodeGenCUDA {
   }
 
   // ---------------------------------------------------------------- expressions
-  // e converted to the C++ type of dtype t.
-  Code convert(const Expr& e, DataType t) {
-    // Immediates are written directly in the wanted type.
-    if (auto* i = as<IntImmNode>(e); i && (t.is_integer() || t.is_bool()))
-      return emit_int(std::make_shared<IntImmNode>(t, i->value, e->span).get());
-    if (auto* i = as<IntImmNode>(e); i && t.is_float())
-      return emit(std::make_shared<FloatImmNode>(t, double(i->value), e->span));
-    if (auto* f = as<FloatImmNode>(e); f && t.is_float())
-      return emit(std::make_shared<FloatImmNode>(t, f->value, e->span));
-    return convert_code(emit(e), e->dtype, t, e->span);
+  std::string storage_type_name(DataType t) override {
+    switch (t.code) {
+      case TypeCode::BFloat:
+        return "__nv_bfloat16";
+      case TypeCode::Float8E4M3:
+        return "__nv_fp8_e4m3";
+      case TypeCode::Float8E5M2:
+        return "__nv_fp8_e5m2";
+      default:
+        return "__half";
+    }
   }
 
   // Rounds a float or double computed value to a storage float type.
@@ -639,7 +551,7 @@ class CodeGenCUDA {
     return {"tl::to_float(" + c.text + ")"};
   }
 
-  Code convert_code(const Code& c, DataType from, DataType to, Span span) {
+  Code convert_code(const Code& c, DataType from, DataType to, Span span) override {
     if (from == to) return c;
     std::string t = ctype(to, span);
     if (to.is_bool()) {
@@ -657,8 +569,7 @@ class CodeGenCUDA {
     }
     return {"(" + t + ")" + wrap(c, kUnary), kUnary};
   }
-  // Rounds a value computed in compute_type(t) back to t where they differ.
-  Code finish(const Code& c, DataType t, Span span) {
+  Code finish(const Code& c, DataType t, Span span) override {
     if (is_storage_float(t)) return to_storage(c, DataType::Float(32), t);
     if (t.is_integer() && t.bits < 32) return {"(" + ctype(t, span) + ")" + wrap(c, kUnary), kUnary};
     return c;
@@ -677,48 +588,13 @@ class CodeGenCUDA {
     return lit;
   }
 
-  Code emit(const Expr& e) {
-    check_dtype(e->dtype, e->span, "an expression");
-    switch (e->kind) {
-      case ExprKind::IntImm:
-        return emit_int(as<IntImmNode>(e));
-      case ExprKind::FloatImm: {
-        auto* n = as<FloatImmNode>(e);
-        Code lit = float_literal(n->value, n->dtype);
-        if (is_storage_float(n->dtype)) return to_storage(lit, DataType::Float(32), n->dtype);
-        return lit;
-      }
-      case ExprKind::StringImm:
-        fail(ErrorKind::Internal, e->span, "internal: a string is used as a value",
-             "strings may only be printed");
-      case ExprKind::Var:
-        return {var_name(as<VarNode>(e), e->span)};
-      case ExprKind::Binary:
-        return emit_binary(as<BinaryNode>(e));
-      case ExprKind::Not:
-        return {"!" + wrap(convert(as<NotNode>(e)->a, DataType::Bool()), kUnary), kUnary};
-      case ExprKind::Select: {
-        auto* n = as<SelectNode>(e);
-        // Only the chosen side is evaluated: the other may be a guarded out-of-bounds load.
-        Code c = convert(n->cond, DataType::Bool());
-        Code t = convert(n->true_value, n->dtype), f = convert(n->false_value, n->dtype);
-        return {wrap(c, kOrOr) + " ? " + wrap(t, kTernary) + " : " + wrap(f, kTernary), kTernary};
-      }
-      case ExprKind::Cast: {
-        auto* n = as<CastNode>(e);
-        return convert(n->value, n->dtype);
-      }
-      case ExprKind::BufferLoad: {
-        auto* n = as<BufferLoadNode>(e);
-        return {element(n->buffer, n->indices, n->span)};
-      }
-      case ExprKind::Call:
-        return emit_call(as<CallNode>(e));
-    }
-    fail(ErrorKind::Internal, e->span, "internal: unknown expression kind");
+  Code emit_float(const FloatImmNode* n) override {
+    Code lit = float_literal(n->value, n->dtype);
+    if (is_storage_float(n->dtype)) return to_storage(lit, DataType::Float(32), n->dtype);
+    return lit;
   }
 
-  Code emit_int(const IntImmNode* n) {
+  Code emit_int(const IntImmNode* n) override {
     DataType t = n->dtype;
     int64_t v = n->value;
     if (t.is_bool()) return {v ? "true" : "false"};
@@ -745,131 +621,12 @@ class CodeGenCUDA {
     return emit(std::make_shared<FloatImmNode>(t, double(v), n->span));
   }
 
-  std::string var_name(const VarNode* v, Span span) {
-    auto it = var_names_.find(v);
-    if (it != var_names_.end()) return it->second;
-    fail(ErrorKind::Internal, span.defined() ? span : v->span,
-         "internal: variable '" + v->name + "' is used outside its scope",
-         "this is a compiler bug; please report it");
-  }
-
-  // Non-negative integer expressions: division and remainder by a positive amount can
-  // then use C's operators (cheaper than the floor forms).
-  bool nonneg(const Expr& e) {
-    if (auto* i = as<IntImmNode>(e)) return i->value >= 0;
-    if (e->dtype.is_uint()) return true;
-    if (auto* v = as<VarNode>(e)) return nonneg_.count(v) > 0;
-    if (auto* c = as<CastNode>(e))
-      return c->dtype.is_integer() && c->value->dtype.is_integer() && c->dtype.bits >= c->value->dtype.bits &&
-             nonneg(c->value);
-    if (auto* s = as<SelectNode>(e)) return nonneg(s->true_value) && nonneg(s->false_value);
-    if (auto* b = as<BinaryNode>(e)) {
-      switch (b->op) {
-        case BinaryOp::Add:
-        case BinaryOp::Mul:
-        case BinaryOp::Min:
-        case BinaryOp::Div:
-        case BinaryOp::Mod:
-        case BinaryOp::FloorDiv:
-          return nonneg(b->a) && nonneg(b->b);
-        case BinaryOp::FloorMod:
-          return nonneg(b->b);
-        case BinaryOp::Max:
-          return nonneg(b->a) || nonneg(b->b);
-        default:
-          return false;
-      }
-    }
-    return false;
-  }
-
-  Code emit_binary(const BinaryNode* n) {
-    DataType rt = n->dtype;
-    Span sp = n->span;
-    if (is_logical(n->op)) {
-      Code a = convert(n->a, DataType::Bool()), b = convert(n->b, DataType::Bool());
-      if (n->op == BinaryOp::And) return {wrap(a, kAndAnd) + " && " + wrap(b, kAndAnd - 1), kAndAnd};
-      return {wrap(a, kOrOr) + " || " + wrap(b, kAndAnd), kOrOr};
-    }
-    if (is_comparison(n->op)) {
-      DataType ct = compute_type(common_type(n->a->dtype, n->b->dtype));
-      Code a = convert(n->a, ct), b = convert(n->b, ct);
-      const char* op = ">=";
-      int prec = kRel;
-      switch (n->op) {
-        case BinaryOp::EQ:
-          op = "==";
-          prec = kEq;
-          break;
-        case BinaryOp::NE:
-          op = "!=";
-          prec = kEq;
-          break;
-        case BinaryOp::LT:
-          op = "<";
-          break;
-        case BinaryOp::LE:
-          op = "<=";
-          break;
-        case BinaryOp::GT:
-          op = ">";
-          break;
-        default:
-          break;
-      }
-      return {wrap(a, prec) + " " + op + " " + wrap(b, prec - 1), prec};
-    }
-    DataType ct = compute_type(rt);
-    if (ct.is_bool()) ct = DataType::Int(32);
-    Code a = convert(n->a, ct), b = convert(n->b, ct);
-    bool is_float = ct.is_float();
-    auto infix = [&](const char* op, int prec) {
-      return Code{wrap(a, prec) + " " + op + " " + wrap(b, prec - 1), prec};
-    };
-    auto fn = [&](const char* name) { return Code{std::string(name) + "(" + a.text + ", " + b.text + ")"}; };
-    bool fast = !is_float && nonneg(n->a) && nonneg(n->b);
-    Code r;
-    switch (n->op) {
-      case BinaryOp::Add:
-        r = infix("+", kAdd);
-        break;
-      case BinaryOp::Sub:
-        r = infix("-", kAdd);
-        break;
-      case BinaryOp::Mul:
-        r = infix("*", kMul);
-        break;
-      case BinaryOp::Div:
-        r = infix("/", kMul);
-        break;
-      case BinaryOp::Mod:
-        r = is_float ? fn("tl::fmod") : infix("%", kMul);
-        break;
-      case BinaryOp::FloorDiv:
-        r = fast ? infix("/", kMul) : fn("tl::floordiv");
-        break;
-      case BinaryOp::FloorMod:
-        r = fast ? infix("%", kMul) : fn("tl::floormod");
-        break;
-      case BinaryOp::Min:
-        r = fn("tl::min");
-        break;
-      case BinaryOp::Max:
-        r = fn("tl::max");
-        break;
-      default:
-        fail(ErrorKind::Internal, sp, std::string("internal: unexpected operator ") + binary_op_name(n->op));
-    }
-    if (rt.is_bool()) return convert_code(r, ct, rt, sp);
-    return finish(r, rt, sp);
-  }
-
   static bool is_statement_call(const std::string& op) {
     return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
            op == "cp_async_wait";
   }
 
-  Code emit_call(const CallNode* n) {
+  Code emit_call(const CallNode* n) override {
     const std::string& op = n->op;
     Span sp = n->span;
     if (op == "thread_index")
@@ -879,32 +636,7 @@ class CodeGenCUDA {
       fail(ErrorKind::Internal, sp, "internal: T." + op + " is used as a value", "call it as a statement");
     if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min") return emit_atomic(n);
     if (op == "shfl_xor") return emit_shfl_xor(n);
-    const IntrinsicInfo* info = find_intrinsic(op);
-    if (!info) fail(ErrorKind::Unsupported, sp, "intrinsic '" + op + "' is not available on target cuda");
-    if (info->arity >= 0 && int(n->args.size()) != info->arity)
-      fail(ErrorKind::Internal, sp,
-           "internal: T." + op + " called with " + std::to_string(n->args.size()) + " argument(s)");
-    if (info->math) {
-      DataType ct = compute_type(n->dtype);
-      if (!ct.is_float()) ct = DataType::Float(32);
-      std::string text = "tl::" + op + "(";
-      for (size_t i = 0; i < n->args.size(); ++i) text += (i ? ", " : "") + convert(n->args[i], ct).text;
-      text += ")";
-      return convert_code({text}, ct, n->dtype.is_float() ? n->dtype : ct, sp);
-    }
-    const Expr& x = n->args[0];
-    DataType xt = x->dtype;
-    if (op == "abs") {
-      DataType ct = compute_type(xt);
-      if (ct.is_bool()) return emit(x);
-      Code r{"tl::abs(" + convert(x, ct).text + ")"};
-      return convert_code(finish(r, xt, sp), xt, n->dtype, sp);
-    }
-    if (op == "isnan" || op == "isinf") {
-      if (!xt.is_float()) return {"false"};
-      return {"tl::" + op + "(" + convert(x, compute_type(xt)).text + ")"};
-    }
-    fail(ErrorKind::Unsupported, sp, "intrinsic '" + op + "' is not available on target cuda");
+    return emit_intrinsic(n);
   }
 
   // atomic_add/max/min(BufferLoad, value): the element's previous value.
@@ -945,61 +677,16 @@ class CodeGenCUDA {
   }
 
   // A literal that is an int64 wherever it meets an int64 operand.
-  static Code int64_literal(int64_t v) {
+  Code int64_literal(int64_t v) override {
     if (v == std::numeric_limits<int64_t>::min()) return {"(-9223372036854775807LL - 1)", kAdd};
     bool wide = v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max();
     return {std::to_string(v) + (wide ? "LL" : ""), v < 0 ? kUnary : kPrimary};
   }
 
-  // An int64 rendering of an integer expression: every variable is widened before any
-  // arithmetic, so products of extents cannot overflow int32.
-  Code emit_int64(const Expr& e) {
-    DataType i64 = DataType::Int(64);
-    if (auto* i = as<IntImmNode>(e)) return int64_literal(i->value);
-    if (auto* v = as<VarNode>(e)) {
-      std::string name = var_name(v, e->span);
-      return v->dtype == i64 ? Code{name} : Code{"(int64_t)" + name, kUnary};
-    }
-    if (auto* b = as<BinaryNode>(e); b && b->dtype.is_int()) {
-      auto infix = [&](const char* op, int prec) {
-        return Code{wrap(emit_int64(b->a), prec) + " " + op + " " + wrap(emit_int64(b->b), prec - 1), prec};
-      };
-      // Both arguments of the tl:: helpers must be int64_t exactly (one overload).
-      auto arg = [&](const Expr& x) {
-        auto* imm = as<IntImmNode>(x);
-        return imm ? "(int64_t)" + wrap(int64_literal(imm->value), kPrimary) : emit_int64(x).text;
-      };
-      auto fn = [&](const char* name) {
-        return Code{std::string(name) + "(" + arg(b->a) + ", " + arg(b->b) + ")"};
-      };
-      bool fast = nonneg(b->a) && nonneg(b->b);
-      switch (b->op) {
-        case BinaryOp::Add:
-          return infix("+", kAdd);
-        case BinaryOp::Sub:
-          return infix("-", kAdd);
-        case BinaryOp::Mul:
-          return infix("*", kMul);
-        case BinaryOp::FloorDiv:
-          return fast ? infix("/", kMul) : fn("tl::floordiv");
-        case BinaryOp::FloorMod:
-          return fast ? infix("%", kMul) : fn("tl::floormod");
-        case BinaryOp::Min:
-          return fn("tl::min");
-        case BinaryOp::Max:
-          return fn("tl::max");
-        default:
-          break;
-      }
-    }
-    if (auto* c = as<CastNode>(e);
-        c && c->value->dtype.is_int() && c->dtype.is_int() && c->dtype.bits >= c->value->dtype.bits)
-      return emit_int64(c->value);
-    return convert(e, i64);
-  }
+  std::string int64_arg(int64_t v) override { return "(int64_t)" + wrap(int64_literal(v), kPrimary); }
 
   // `name[offset]` (or the scalar of a local.var) for an element of b.
-  std::string element(const Buffer& b, const std::vector<Expr>& indices, Span span) {
+  std::string element(const Buffer& b, const std::vector<Expr>& indices, Span span) override {
     const BufferInfo& info = buffer_info(b, span);
     if (info.scalar) return info.name;
     return info.name + "[" + offset(b, info, indices, span) + "]";
@@ -1058,55 +745,17 @@ class CodeGenCUDA {
   }
 
   // ---------------------------------------------------------------- statements
-  void emit_stmt(const Stmt& s) {
-    if (!s) return;
-    switch (s->kind) {
-      case StmtKind::Seq:
-        for (auto& x : as<SeqStmtNode>(s)->seq) emit_stmt(x);
-        return;
-      case StmtKind::For:
-        return emit_for(as<ForNode>(s));
-      case StmtKind::IfThenElse:
-        return emit_if(as<IfThenElseNode>(s));
-      case StmtKind::BufferStore: {
-        auto* n = as<BufferStoreNode>(s);
-        std::string lhs = element(n->buffer, n->indices, n->span);
-        Code value = convert(n->value, n->buffer->dtype);
-        line(lhs + " = " + value.text + ";");
-        return;
-      }
-      case StmtKind::LetStmt: {
-        auto* n = as<LetStmtNode>(s);
-        std::string t = ctype(n->var->dtype, n->span, "variable '" + n->var->name + "'");
-        Code value = convert(n->value, n->var->dtype);
-        bool nn = n->var->dtype.is_integer() && nonneg(n->value);
-        std::string name = names_.fresh(n->var->name);
-        line("const " + t + " " + name + " = " + value.text + ";");
-        with_var(n->var, name, nn, [&] { emit_stmt(n->body); });
-        return;
-      }
-      case StmtKind::Evaluate:
-        return emit_evaluate(as<EvaluateNode>(s));
-      case StmtKind::Allocate:
-        return emit_allocate(as<AllocateNode>(s));
-      case StmtKind::TileOp:
-        fail(ErrorKind::Internal, s->span,
-             "internal: tile operator T." + as<TileOpNode>(s)->op +
-                 " was not lowered before CUDA code generation",
-             "the GPU pipeline lowers every tile operator to thread-level code; this is a compiler bug");
-      case StmtKind::Kernel:
-        fail(ErrorKind::Unsupported, s->span, "a T.Kernel inside another T.Kernel",
-             "launch the kernels one after another");
-    }
+  void emit_other_stmt(const Stmt& s) override {
+    if (s->kind == StmtKind::TileOp)
+      fail(ErrorKind::Internal, s->span,
+           "internal: tile operator T." + as<TileOpNode>(s)->op +
+               " was not lowered before CUDA code generation",
+           "the GPU pipeline lowers every tile operator to thread-level code; this is a compiler bug");
+    fail(ErrorKind::Unsupported, s->span, "a T.Kernel inside another T.Kernel",
+         "launch the kernels one after another");
   }
 
-  void emit_block(const Stmt& body) {
-    ++indent_;
-    emit_stmt(body);
-    --indent_;
-  }
-
-  void emit_for(const ForNode* n) {
+  void emit_for(const ForNode* n) override {
     if (n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Pipelined)
       fail(ErrorKind::Internal, n->span,
            std::string("internal: a ") + (n->for_kind == ForKind::Parallel ? "T.Parallel" : "T.Pipelined") +
@@ -1114,27 +763,14 @@ class CodeGenCUDA {
            "the GPU pipeline partitions parallel loops over threads and expands pipelines; "
            "this is a compiler bug");
     if (n->for_kind == ForKind::Vectorized && try_vector_copy(n)) return;
-    DataType vt = n->var->dtype;
-    std::string t = ctype(vt, n->span, "loop variable '" + n->var->name + "'");
-    if (!vt.is_integer())
+    ctype(n->var->dtype, n->span, "loop variable '" + n->var->name + "'");
+    if (!n->var->dtype.is_integer())
       fail(ErrorKind::Type, n->span, "loop variable '" + n->var->name + "' must be an integer");
-    std::string name = names_.fresh(n->var->name);
-    Code mn = convert(n->min, vt);
-    Code ext = convert(n->extent, vt);
-    std::string bound;
-    const int64_t* m = const_int(n->min);
-    if (m && *m == 0) {
-      bound = wrap(ext, kRel - 1);
-    } else {
-      std::string end = names_.fresh(name + "_end");
-      line("const " + t + " " + end + " = " + wrap(mn, kAdd) + " + " + wrap(ext, kAdd - 1) + ";");
-      bound = end;
-    }
+    emit_loop(n);
+  }
+
+  void loop_pragma(const ForNode* n) override {
     if (n->for_kind == ForKind::Unrolled || n->for_kind == ForKind::Vectorized) pragma("unroll");
-    line("for (" + t + " " + name + " = " + mn.text + "; " + name + " < " + bound + "; ++" + name + ") {");
-    bool nn = nonneg(n->min);
-    with_var(n->var, name, nn, [&] { emit_block(n->body); });
-    line("}");
   }
 
   // `for v in vectorized(L): dst[base + v] = src[base2 + v]` as one 4/8/16-byte access.
@@ -1176,23 +812,13 @@ class CodeGenCUDA {
     return true;
   }
 
-  void emit_if(const IfThenElseNode* n) {
-    line("if (" + convert(n->cond, DataType::Bool()).text + ") {");
-    emit_block(n->then_case);
-    if (n->else_case) {
-      line("} else {");
-      emit_block(n->else_case);
-    }
-    line("}");
-  }
-
   int64_t const_arg(const CallNode* call, size_t i, const std::string& what) {
     if (call->args.size() <= i || !const_int(call->args[i]))
       fail(ErrorKind::Internal, call->span, "internal: " + call->op + " needs a constant " + what);
     return *const_int(call->args[i]);
   }
 
-  void emit_evaluate(const EvaluateNode* n) {
+  void emit_evaluate(const EvaluateNode* n) override {
     auto* call = as<CallNode>(n->value);
     if (!call) {
       if (n->value->kind == ExprKind::IntImm || n->value->kind == ExprKind::FloatImm) return;
@@ -1278,7 +904,7 @@ class CodeGenCUDA {
     line("printf(" + string_literal(fmt + "\n") + ", " + args + ");");
   }
 
-  void emit_allocate(const AllocateNode* n) {
+  void emit_allocate(const AllocateNode* n) override {
     const Buffer& b = n->buffer;
     std::string t = ctype(b->dtype, n->span, "buffer '" + b->name + "'");
     BufferInfo info;
@@ -1324,11 +950,6 @@ class CodeGenCUDA {
   PrimFunc func_;
   CudaCodegenOptions opts_;
   std::vector<CudaKernelParam> params_;
-  std::ostringstream out_;
-  int indent_ = 0;
-  NameTable names_;
-  std::unordered_map<const VarNode*, std::string> var_names_;
-  std::unordered_set<const VarNode*> nonneg_;
   std::unordered_map<const void*, BufferInfo> buffers_;
   const SharedPlan* plan_ = nullptr;
 };
