@@ -45,12 +45,13 @@ Stmt lower_copy_threads(const TileOpNode& op, ThreadContext& ctx) {
              dst.buffer->name + " (" + ld->str() + ") are spread over the threads differently",
          "copy through a shared buffer");
   const BufferRegion& driver = ld ? dst : (ls ? src : dst);
-  return ctx.over_points(kOpName, driver, matched_extents(src, dst), [&](const std::vector<Expr>& point) {
+  Stmt copy = ctx.over_points(kOpName, driver, matched_extents(src, dst), [&](const std::vector<Expr>& point) {
     auto src_indices = region_indices(src, point, op.span);
     auto dst_indices = region_indices(dst, point, op.span);
     Expr value = guarded_load(src, src_indices, ctx.analyzer, op.span);
     return guarded_store(dst, value, dst_indices, ctx.analyzer, op.span);
   }, op.span);
+  return vectorize_copies(copy, ctx.analyzer);
 }
 
 }  // namespace

@@ -59,4 +59,74 @@ Stmt ThreadContext::over_points(const std::string& op_name, const BufferRegion& 
   return over_owned(default_partition(extents, driver.buffer->dtype), body, span);
 }
 
+namespace {
+
+bool mentions(const Expr& e, const VarNode* v) {
+  bool found = false;
+  struct Find : IRVisitor {
+    const VarNode* v;
+    bool* found;
+    using IRVisitor::visit;
+    void visit_var(const VarNode* n) override { *found = *found || n == v; }
+  } f;
+  f.v = v;
+  f.found = &found;
+  f.visit(e);
+  return found;
+}
+
+class VectorizeCopies : public IRMutator {
+ public:
+  explicit VectorizeCopies(arith::Analyzer& az) : az_(az) {}
+
+ protected:
+  Stmt mutate_for(const Stmt& s, const ForNode* n) override {
+    Stmt m = IRMutator::mutate_for(s, n);
+    auto* f = as<ForNode>(m);
+    if (f->for_kind != ForKind::Unrolled || !eligible(f)) return m;
+    return std::make_shared<ForNode>(f->var, f->min, f->extent, ForKind::Vectorized, f->body, f->attrs, f->span);
+  }
+
+ private:
+  // The access's element offset moves by one per lane, and its first lane is aligned.
+  bool contiguous_and_aligned(const Buffer& b, const std::vector<Expr>& idx, const VarNode* v, int64_t lanes) {
+    if (idx.empty() || b->scope == scope::kLocalVar) return false;
+    for (size_t d = 0; d + 1 < idx.size(); ++d)
+      if (mentions(idx[d], v)) return false;
+    Expr zero = substitute(idx.back(), {{v, make_int(0)}});
+    Expr one = substitute(idx.back(), {{v, make_int(1)}});
+    const int64_t* step = const_int(az_.simplify(sub(one, zero)));
+    if (!step || *step != 1) return false;
+    if (b->is_fragment()) return true;  // per-thread arrays hold a fragment's vectors aligned
+    std::vector<Expr> strides = b->effective_strides();
+    if (!const_int(strides.back()) || *const_int(strides.back()) != 1) return false;
+    Expr offset = make_int(0);
+    for (size_t d = 0; d < idx.size(); ++d) {
+      Expr i = d + 1 == idx.size() ? zero : idx[d];
+      offset = add(offset, mul(i, strides[d]));
+    }
+    arith::ModularSet m = az_.modular_set(az_.simplify(offset));
+    return m.coeff % lanes == 0 && m.base % lanes == 0;
+  }
+
+  bool eligible(const ForNode* f) {
+    const int64_t* lanes = const_int(f->extent);
+    const int64_t* mn = const_int(f->min);
+    auto* store = as<BufferStoreNode>(f->body);
+    if (!lanes || !mn || *mn != 0 || !store) return false;
+    auto* load = as<BufferLoadNode>(store->value);
+    if (!load || load->buffer->dtype != store->buffer->dtype) return false;
+    int64_t bytes = *lanes * store->buffer->dtype.bytes();
+    if (bytes != 4 && bytes != 8 && bytes != 16) return false;
+    return contiguous_and_aligned(store->buffer, store->indices, f->var.get(), *lanes) &&
+           contiguous_and_aligned(load->buffer, load->indices, f->var.get(), *lanes);
+  }
+
+  arith::Analyzer& az_;
+};
+
+}  // namespace
+
+Stmt vectorize_copies(const Stmt& s, arith::Analyzer& analyzer) { return VectorizeCopies(analyzer).mutate(s); }
+
 }  // namespace tl

@@ -46,4 +46,9 @@ struct ThreadContext {
                    const std::function<Stmt(const std::vector<Expr>&)>& body, Span span);
 };
 
+// Marks the innermost loops of s that copy `lanes` contiguous elements of one dtype (4, 8
+// or 16 bytes) between provably aligned addresses as Vectorized, so the code generator
+// emits one vector access. Unaligned or guarded copies stay scalar.
+Stmt vectorize_copies(const Stmt& s, arith::Analyzer& analyzer);
+
 }  // namespace tl

@@ -66,6 +66,8 @@ class CudaExecutable:
         self.module = _C.CudaModule(cubin)
         self.source = source
         self.kernels = []
+        self.pointer_params = {index: name for info in infos
+                               for kind, name, _, index in info["params"] if kind == "buffer"}
         for info in infos:
             fn = self.module.function(info["name"])
             smem = int(info["dynamic_shared_bytes"])
@@ -76,6 +78,11 @@ class CudaExecutable:
     def run(self, values, shape_values, stream):
         """values: {param index: pointer or scalar}; shape_values: {name: int}."""
         env = dict(shape_values)
+        for index, value in values.items():
+            if self.pointer_params.get(index) and value % 16:
+                raise ValueError(f"argument '{self.pointer_params[index]}' is not 16-byte aligned "
+                                 f"(address {value:#x}); kernels use vector accesses: pass a tensor that "
+                                 "starts on an aligned address (e.g. .clone())")
         for fn, info in self.kernels:
             args = []
             for kind, name, dtype, index in info["params"]:
