@@ -26,8 +26,24 @@ _ALIASES = {
 }
 
 
+_CANONICAL = {}
+
+
 def canonical(name) -> str:
     """The canonical name of a dtype given as a string, DType, numpy or torch dtype."""
+    try:
+        return _CANONICAL[name]
+    except (KeyError, TypeError):
+        pass
+    result = _canonical(name)
+    try:
+        _CANONICAL[name] = result
+    except TypeError:  # unhashable
+        pass
+    return result
+
+
+def _canonical(name) -> str:
     if isinstance(name, str):
         s = str.__str__(name)
     elif type(name).__module__.startswith("torch"):

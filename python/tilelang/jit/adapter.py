@@ -49,25 +49,26 @@ class Binder:
         self.origin = {}    # shape variable name -> "A.shape[0]"
         self.deferred = []  # compound extents (e.g. 2 * m), checked once all are bound
 
-    def dim(self, expr, actual: int, where: str, param: str, shape_text: str, given):
-        kind = expr.kind
-        if kind == "IntImm":
-            if expr.value != actual:
+    def dim(self, spec, actual: int, where: str, param: str, shape, given):
+        """Checks one extent against its spec: ("const", n), ("var", name) or ("expr", e).
+        shape is the parameter's declared shape, for the message."""
+        kind, payload = spec
+        if kind == "const":
+            if payload != actual:
                 raise ValueError(f"{self.kernel_name}: argument '{param}' has shape {tuple(given)}, "
-                                 f"expected {shape_text}")
+                                 f"expected {shape_text(shape)}")
             return
-        if kind == "Var":
-            name = expr.name
-            if name in self.values:
-                if self.values[name] != actual:
+        if kind == "var":
+            if payload in self.values:
+                if self.values[payload] != actual:
                     raise ValueError(
-                        f"{self.kernel_name}: dynamic dimension '{name}' is {self.values[name]} from "
-                        f"{self.origin[name]} but {actual} from {where}")
+                        f"{self.kernel_name}: dynamic dimension '{payload}' is {self.values[payload]} from "
+                        f"{self.origin[payload]} but {actual} from {where}")
             else:
-                self.values[name] = actual
-                self.origin[name] = where
+                self.values[payload] = actual
+                self.origin[payload] = where
             return
-        self.deferred.append((expr, actual, where, param, shape_text, given))
+        self.deferred.append((payload, actual, where, param, shape, given))
 
     def evaluate(self, expr):
         if expr.kind == "IntImm":
@@ -80,10 +81,20 @@ class Binder:
         return _C.eval_int(expr, self.values)
 
     def finish(self):
-        for expr, actual, where, param, shape_text, given in self.deferred:
+        for expr, actual, where, param, shape, given in self.deferred:
             if self.evaluate(expr) != actual:
                 raise ValueError(f"{self.kernel_name}: argument '{param}' has shape {tuple(given)}, "
-                                 f"expected {shape_text}")
+                                 f"expected {shape_text(shape)}")
+
+
+def dim_spec(expr):
+    """How a declared extent is checked, decided once per kernel rather than per call."""
+    kind = expr.kind
+    if kind == "IntImm":
+        return ("const", expr.value)
+    if kind == "Var":
+        return ("var", expr.name)
+    return ("expr", expr)
 
 
 def shape_text(shape) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 from .. import _C
 from ..dtypes import numpy_dtype
 from . import cache
-from .adapter import Binder, allocate, shape_text, view_of
+from .adapter import Binder, allocate, dim_spec, shape_text, view_of
 from .backends import backend_for, resolve_target
 
 _PACKAGE_VERSION = "0.1.0"
@@ -136,6 +136,9 @@ class JITKernel:
     def _prepare_call(self):
         self._param_np_dtypes = [numpy_dtype(p.dtype) for p in self.params]
         self._shape_var_names = [v.name for v in self._shape_vars]
+        self._dim_specs = [[dim_spec(e) for e in p.shape] if p.kind == "buffer" else None for p in self.params]
+        self._stride_specs = [[dim_spec(e) for e in p.strides] if p.kind == "buffer" else None
+                              for p in self.params]
 
     def __call__(self, *args, stream=None):
         name = self.prim_func.name
@@ -168,7 +171,7 @@ class JITKernel:
             if v.lib == "torch":
                 lib, like = "torch", a
             staged = device == "cuda" and v.device == "cpu" and v.lib == "numpy"
-            self._check_buffer_arg(binder, p, v, "cpu" if staged else device)
+            self._check_buffer_arg(binder, i, p, v, "cpu" if staged else device)
             values[i] = _stage(v.obj, keep) if staged else v.ptr
         binder.finish()
         outputs = []
@@ -202,30 +205,34 @@ class JITKernel:
                 ptrs.append(box.__array_interface__["data"][0])
             else:
                 ptrs.append(values[i])
+        if not self._shape_var_names:
+            self._executable.run(ptrs, [])
+            return
         shape_values = np.array([shapes[n] for n in self._shape_var_names], dtype=np.int64)
+        keep.append(shape_values)
         base = shape_values.__array_interface__["data"][0]
         self._executable.run(ptrs, [base + 8 * k for k in range(len(self._shape_var_names))])
 
-    def _check_buffer_arg(self, binder, p, v, device):
+    def _check_buffer_arg(self, binder, i, p, v, device):
         name = self.prim_func.name
         if v.device != device:
             raise ValueError(f"{name}: argument '{p.name}' is on device '{v.device}', but the kernel was "
                              f"compiled for target '{self.target}' and needs {device} memory")
         if v.dtype != p.dtype:
             raise TypeError(f"{name}: argument '{p.name}' has dtype {v.dtype}, expected {p.dtype}")
-        if len(v.shape) != len(p.shape):
+        specs = self._dim_specs[i]
+        if len(v.shape) != len(specs):
             raise ValueError(f"{name}: argument '{p.name}' has shape {tuple(v.shape)} ({len(v.shape)}-D), "
                              f"expected {shape_text(p.shape)} ({len(p.shape)}-D)")
-        text = shape_text(p.shape)
-        for d, (e, actual) in enumerate(zip(p.shape, v.shape)):
-            binder.dim(e, int(actual), f"{p.name}.shape[{d}]", p.name, text, v.shape)
+        for d, (spec, actual) in enumerate(zip(specs, v.shape)):
+            binder.dim(spec, int(actual), f"{p.name}.shape[{d}]", p.name, p.shape, v.shape)
         # Strides: explicit ones are checked as declared, else the array must be row-major
         # contiguous (dimensions of extent 1 may have any stride).
-        expected = 1
-        if p.strides:
-            for d, (e, actual, ext) in enumerate(zip(p.strides, v.strides, v.shape)):
-                binder.dim(e, int(actual), f"{p.name}.strides[{d}]", p.name, text, v.shape)
+        if self._stride_specs[i]:
+            for d, (spec, actual) in enumerate(zip(self._stride_specs[i], v.strides)):
+                binder.dim(spec, int(actual), f"{p.name}.strides[{d}]", p.name, p.shape, v.shape)
             return
+        expected = 1
         for d in range(len(v.shape) - 1, -1, -1):
             if v.shape[d] != 1 and v.strides[d] != expected:
                 raise ValueError(
