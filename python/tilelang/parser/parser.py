@@ -285,10 +285,12 @@ class Parser:
         self.builder.set_line(node.lineno, node.col_offset)
         self.builder.emit(_C.if_(cond, then_body, else_body))
 
-    def ir_block(self, stmts):
-        """Parses stmts as a block of kernel code with its own frame and names."""
+    def ir_block(self, stmts, names=None):
+        """Parses stmts as a block of kernel code with its own frame and names (`names`
+        binds loop variables in it)."""
         self.builder.push()
         self.scopes.append(Scope(ir=True))
+        self.scopes[-1].names.update(names or {})
         try:
             for s in stmts:
                 try:
@@ -335,20 +337,7 @@ class Parser:
         for name, (mn, ext) in zip(names, spec.ranges):
             dtype = "int64" if "int64" in (getattr(mn, "dtype", ""), getattr(ext, "dtype", "")) else "int32"
             loop_vars.append(_C.var(name, dtype))
-        self.builder.push()
-        self.scopes.append(Scope(ir=True))
-        try:
-            for name, v in zip(names, loop_vars):
-                self.scopes[-1].names[name] = v
-            for s in node.body:
-                try:
-                    self.visit_stmt(s)
-                except (_Break, _Continue) as e:
-                    raise self.error(TileLangSyntaxError, f"'{type(e).__name__[1:].lower()}' in a kernel loop",
-                                     s, "kernel loops always run to the end; use an if inside the loop")
-        finally:
-            self.scopes.pop()
-            body = self.builder.pop()
+        body = self.ir_block(node.body, dict(zip(names, loop_vars)))
         self.builder.set_line(node.lineno, node.col_offset)
         for k in range(len(loop_vars) - 1, -1, -1):
             mn, ext = spec.ranges[k]

@@ -1,5 +1,7 @@
 #include "runtime/cuda/nvrtc.h"
 
+#include "runtime/process.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -279,19 +281,6 @@ std::vector<std::string> cuda_include_dirs() {
   return dirs;
 }
 
-std::string first_log_lines(const std::string& log, int max_lines) {
-  std::istringstream in(log);
-  std::string line, out;
-  int kept = 0, total = 0;
-  while (std::getline(in, line)) {
-    ++total;
-    if (kept < max_lines) {
-      out += line + "\n";
-      ++kept;
-    }
-  }
-  if (total > kept) out += "... (" + std::to_string(total - kept) + " more lines)\n";
-  return out;
-}
+std::string first_log_lines(const std::string& log, int max_lines) { return first_lines(log, max_lines); }
 
 }  // namespace tl
