@@ -505,4 +505,15 @@ void Emitter::emit_loop(const ForNode* n) {
   line("}");
 }
 
+std::vector<Expr> Emitter::index_strides(const Buffer& b, const std::vector<Expr>& indices, Span span,
+                                         const std::string& prefix) {
+  std::vector<Expr> strides = b->effective_strides();
+  if (indices.size() == 1 && strides.size() != 1) return {make_int(1)};  // an already flattened index
+  if (indices.size() != strides.size())
+    fail(ErrorKind::Internal, span,
+         prefix + "buffer '" + b->name + "' has " + std::to_string(strides.size()) +
+             " dimension(s) but is indexed with " + std::to_string(indices.size()));
+  return strides;
+}
+
 }  // namespace tl::c_like

@@ -108,6 +108,10 @@ class Emitter {
   virtual Code emit_float(const FloatImmNode* n) = 0;
   virtual Code emit_call(const CallNode* n) = 0;
   // The lvalue of an element of b (a BufferLoad, a store's destination).
+  // The strides to flatten `indices` of b with: the buffer's own, or 1 for an index that is
+  // already flat; a rank mismatch is an internal error (prefix starts its message).
+  static std::vector<Expr> index_strides(const Buffer& b, const std::vector<Expr>& indices, Span span,
+                                         const std::string& prefix);
   virtual std::string element(const Buffer& b, const std::vector<Expr>& indices, Span span) = 0;
   // An integer literal inside an int64 expression, and one passed to a tl:: helper whose
   // arguments must all be int64_t.

@@ -86,8 +86,7 @@ Stmt lower_cumsum_threads(const TileOpNode& op, ThreadContext& ctx) {
   bool reverse = attr_int(op, "reverse", 0) != 0;
   DataType t = dst.buffer->dtype;
   Span sp = op.span;
-  Stmt sync = std::make_shared<EvaluateNode>(
-      std::make_shared<CallNode>(DataType::Void(), "sync_threads", std::vector<Expr>{}, sp), sp);
+  Stmt sync = sync_threads(sp);
   std::vector<Stmt> before, after;
   auto copy_all = [&](const BufferRegion& from, const BufferRegion& to, const BufferRegion& driver) {
     return ctx.over_points(kOpName, driver, squeezed_extents(from), [&](const std::vector<Expr>& pt) {

@@ -264,8 +264,7 @@ Stmt lower_gemm_threads(const TileOpNode& op, ThreadContext& ctx) {
     moved.buffer = stage;
     *r = moved;
   }
-  Stmt sync = std::make_shared<EvaluateNode>(
-      std::make_shared<CallNode>(DataType::Void(), "sync_threads", std::vector<Expr>{}, sp), sp);
+  Stmt sync = sync_threads(sp);
   Operand oa{&sa, g.a.dim0, g.a.dim1}, ob{&sb, g.b.dim0, g.b.dim1};
   DataType acc_t = rc.buffer->dtype;
   bool clear = attr_int(op, "clear_accum", 0) != 0;

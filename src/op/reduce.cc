@@ -97,12 +97,22 @@ void check_reduce(const TileOpNode& op, arith::Analyzer& analyzer) {
   keeps_dim(op, reduce_dim(op), analyzer);
 }
 
-Stmt lower_reduce(const TileOpNode& op, LowerContext& ctx) {
+// What a reduction does, as both lowerings read it: type, dimension, whether dst keeps
+// that dimension (extent 1), and whether dst is cleared first.
+struct ReduceOptions {
+  ReduceKind kind;
+  int dim;
+  bool keep;
+  bool clear;
+};
+ReduceOptions reduce_options(const TileOpNode& op, arith::Analyzer& analyzer) {
   require_regions(op, 2, "T.reduce");
-  ReduceKind kind = reduce_kind(op);
   int dim = reduce_dim(op);
-  bool keep = keeps_dim(op, dim, ctx.analyzer);
-  bool clear = attr_int(op, "clear", 1) != 0;
+  return {reduce_kind(op), dim, keeps_dim(op, dim, analyzer), attr_int(op, "clear", 1) != 0};
+}
+
+Stmt lower_reduce(const TileOpNode& op, LowerContext& ctx) {
+  auto [kind, dim, keep, clear] = reduce_options(op, ctx.analyzer);
   const BufferRegion &src = op.regions[0], &dst = op.regions[1];
   DataType t = dst.buffer->dtype;
   Span sp = op.span;
@@ -175,8 +185,7 @@ Stmt reduce_whole_tile(const TileOpNode& op, ReduceKind kind, bool clear, const 
     Expr other = std::make_shared<CallNode>(t, "shfl_xor", std::vector<Expr>{acc_val, c(m), c(32)}, sp);
     steps.push_back(set_acc(combine(kind, acc_val, other, sp)));
   }
-  Stmt sync = std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), "sync_threads",
-                                                                        std::vector<Expr>{}, sp), sp);
+  Stmt sync = sync_threads(sp);
   if (threads > 32) {
     int64_t warps = threads / 32;
     Buffer partial = make_buffer(dst.buffer->name + "_warps", t, {c(warps)}, "shared", sp);
@@ -207,11 +216,7 @@ Stmt reduce_whole_tile(const TileOpNode& op, ReduceKind kind, bool clear, const 
 // row's result (dst is row-replicated). Reducing the first dimension of a 2-D tile, each
 // thread folds its rows per column, and the row groups combine through shared memory.
 Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
-  require_regions(op, 2, "T.reduce");
-  ReduceKind kind = reduce_kind(op);
-  int dim = reduce_dim(op);
-  bool keep = keeps_dim(op, dim, ctx.analyzer);
-  bool clear = attr_int(op, "clear", 1) != 0;
+  auto [kind, dim, keep, clear] = reduce_options(op, ctx.analyzer);
   const BufferRegion &src = op.regions[0], &dst = op.regions[1];
   DataType t = dst.buffer->dtype;
   Span sp = op.span;
@@ -258,8 +263,7 @@ Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
     Expr result = clear ? total : combine(kind, make_load(dst.buffer, dst_idx, sp), total, sp);
     return std::make_shared<BufferStoreNode>(dst.buffer, result, dst_idx, sp);
   };
-  Stmt sync = std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), "sync_threads",
-                                                                        std::vector<Expr>{}, sp), sp);
+  Stmt sync = sync_threads(sp);
   Buffer acc = make_scalar_buffer(dst.buffer->name + "_red", t, sp);
   std::vector<Expr> at0 = {c(0)};
   Expr acc_val = make_load(acc, at0, sp);

@@ -7,6 +7,11 @@
 
 namespace tl {
 
+Stmt sync_threads(Span span) {
+  return std::make_shared<EvaluateNode>(
+      std::make_shared<CallNode>(DataType::Void(), "sync_threads", std::vector<Expr>{}, span), span);
+}
+
 Stmt ThreadContext::over_owned(const TilePartition& p, const std::function<Stmt(const std::vector<Expr>&)>& body,
                                Span span, const std::string& prefix) {
   TilePartition::Owned owned = p.owned_by(thread, prefix, span);

@@ -46,6 +46,10 @@ struct ThreadContext {
                    const std::function<Stmt(const std::vector<Expr>&)>& body, Span span);
 };
 
+// A block-wide barrier (`__syncthreads()` on CUDA), for lowerings that exchange data
+// between threads through shared memory.
+Stmt sync_threads(Span span);
+
 // Marks the innermost loops of s that copy `lanes` contiguous elements of one dtype (4, 8
 // or 16 bytes) between provably aligned addresses as Vectorized, so the code generator
 // emits one vector access. Unaligned or guarded copies stay scalar.

@@ -280,14 +280,7 @@ class CodeGenCPU : public Emitter {
 
   std::string offset(const Buffer& b, const BufferInfo& info, const std::vector<Expr>& indices, Span span) {
     if (indices.empty()) return "0";
-    std::vector<Expr> strides = b->effective_strides();
-    if (indices.size() == 1 && strides.size() != 1) {
-      strides = {make_int(1)};  // an already flattened index
-    } else if (indices.size() != strides.size()) {
-      fail(ErrorKind::Internal, span,
-           "buffer '" + b->name + "' has " + std::to_string(strides.size()) +
-               " dimension(s) but is indexed with " + std::to_string(indices.size()));
-    }
+    std::vector<Expr> strides = index_strides(b, indices, span, "");
     if (indices.size() == 1 && const_int(strides[0]) && *const_int(strides[0]) == 1) {
       Code idx = emit(indices[0]);
       if (!indices[0]->dtype.is_integer()) idx = convert(indices[0], DataType::Int(64));

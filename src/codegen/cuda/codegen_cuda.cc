@@ -694,14 +694,7 @@ class CodeGenCUDA : public Emitter {
 
   std::string offset(const Buffer& b, const BufferInfo& info, const std::vector<Expr>& indices, Span span) {
     if (indices.empty()) return "0";
-    std::vector<Expr> strides = b->effective_strides();
-    if (indices.size() == 1 && strides.size() != 1) {
-      strides = {make_int(1)};  // an already flattened index
-    } else if (indices.size() != strides.size()) {
-      fail(ErrorKind::Internal, span,
-           "internal: buffer '" + b->name + "' has " + std::to_string(strides.size()) +
-               " dimension(s) but is indexed with " + std::to_string(indices.size()));
-    }
+    std::vector<Expr> strides = index_strides(b, indices, span, "internal: ");
     for (auto& i : indices)
       if (!i->dtype.is_integer())
         fail(ErrorKind::Type, span,
