@@ -1,6 +1,6 @@
 #include "layout/tile_partition.h"
 
-#include <numeric>
+#include <algorithm>
 #include <sstream>
 
 #include "ir/error.h"
@@ -45,6 +45,40 @@ int64_t flatten(const std::vector<int64_t>& index, const std::vector<int64_t>& s
   for (size_t d = 0; d < index.size(); ++d) flat = flat * shape[d] + index[d];
   return flat;
 }
+std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> out(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    out[d] = d == 0 ? flat : flat % shape[d];
+    flat /= shape[d];
+  }
+  return out;
+}
+
+int64_t digits_span(const TilePartition::Axis& a) {
+  int64_t p = 1;
+  for (auto& d : a.digits) p *= d.extent;
+  return p;
+}
+
+// The digit values of an axis value, most significant first.
+std::vector<int64_t> split_digits(int64_t v, const std::vector<TilePartition::Digit>& digits) {
+  std::vector<int64_t> out(digits.size());
+  for (size_t k = digits.size(); k-- > 0;) {
+    out[k] = k == 0 ? v : v % digits[k].extent;
+    v /= digits[k].extent;
+  }
+  return out;
+}
+std::vector<Expr> split_digits(const Expr& v, const std::vector<TilePartition::Digit>& digits, Span sp) {
+  std::vector<Expr> out(digits.size());
+  int64_t place = 1;
+  for (size_t k = digits.size(); k-- > 0;) {
+    Expr q = place == 1 ? v : floordiv(v, c(place), sp);
+    out[k] = k == 0 ? q : floormod(q, c(digits[k].extent), sp);
+    place *= digits[k].extent;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -52,7 +86,6 @@ TilePartition TilePartition::grid(const std::vector<int64_t>& shape, int64_t thr
   TilePartition p;
   p.kind_ = Kind::Grid;
   p.shape_ = shape;
-  p.grid_shape_ = shape;
   p.threads_ = threads;
   int64_t max_vec = std::max<int64_t>(1, 16 / std::max(1, elem_bytes));
   if (shape.size() == 1) {
@@ -66,171 +99,208 @@ TilePartition TilePartition::grid(const std::vector<int64_t>& shape, int64_t thr
   }
   p.group_ = std::min(pow2_dividing(threads, 32), std::max<int64_t>(1, pow2_dividing(p.chunks(), 32)));
   p.row_groups_ = threads / p.group_;
+  int64_t cpt = p.chunks_per_thread();
+  p.axes_ = {
+      Axis{p.rows_, {Digit{"r", p.rows_per_thread(), false, cpt * p.vec_}, Digit{"rg", p.row_groups_, true, p.group_}}},
+      Axis{p.cols_, {Digit{"c", cpt, false, p.vec_}, Digit{"lane", p.group_, true, 1}, Digit{"v", p.vec_, false, 1}}},
+  };
+  return p;
+}
+
+TilePartition TilePartition::mma_accumulator(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n) {
+  if (m % (16 * warps_m) != 0 || n % (8 * warps_n) != 0)
+    fail(ErrorKind::Internal, Span{},
+         "internal: an mma accumulator of " + std::to_string(m) + " x " + std::to_string(n) + " does not split over " +
+             std::to_string(warps_m) + " x " + std::to_string(warps_n) + " warps");
+  TilePartition p;
+  p.kind_ = Kind::Mma;
+  p.shape_ = {m, n};
+  p.threads_ = 32 * warps_m * warps_n;
+  int64_t mi = m / (16 * warps_m), ni = n / (8 * warps_n);
+  // Slot of accumulator (mi, ni, h, e): (mi * NI + ni) * 4 + h * 2 + e.
+  p.axes_ = {
+      Axis{m, {Digit{"wm", warps_m, true, 32 * warps_n}, Digit{"mi", mi, false, ni * 4}, Digit{"h", 2, false, 2},
+               Digit{"g", 8, true, 4}}},
+      Axis{n, {Digit{"wn", warps_n, true, 32}, Digit{"ni", ni, false, 4}, Digit{"t", 4, true, 1},
+               Digit{"e", 2, false, 1}}},
+  };
+  return p;
+}
+
+TilePartition TilePartition::replicated_axis(int keep, Kind kind, const std::vector<int64_t>& shape) const {
+  TilePartition p = *this;
+  p.kind_ = kind;
+  p.shape_ = shape;
+  p.axes_ = {axes_[keep]};
+  for (auto& d : axes_[1 - keep].digits)
+    if (d.on_thread) p.replicas_.push_back(d);
+  // The kept local digits, packed densely in their old order of significance.
+  std::vector<Digit*> locals;
+  for (auto& d : p.axes_[0].digits)
+    if (!d.on_thread) locals.push_back(&d);
+  std::stable_sort(locals.begin(), locals.end(), [](Digit* a, Digit* b) { return a->stride > b->stride; });
+  int64_t stride = 1;
+  for (size_t k = locals.size(); k-- > 0;) {
+    locals[k]->stride = stride;
+    stride *= locals[k]->extent;
+  }
   return p;
 }
 
 TilePartition TilePartition::row_replicated(const std::vector<int64_t>& shape) const {
-  TilePartition p = *this;
-  p.kind_ = Kind::RowReplicated;
-  p.shape_ = shape;
-  return p;
+  return replicated_axis(0, Kind::RowReplicated, shape);
 }
 
 TilePartition TilePartition::col_replicated(const std::vector<int64_t>& shape) const {
-  TilePartition p = *this;
-  p.kind_ = Kind::ColReplicated;
-  p.shape_ = shape;
-  return p;
+  return replicated_axis(1, Kind::ColReplicated, shape);
 }
 
 TilePartition TilePartition::broadcast(const std::vector<int64_t>& shape, int64_t threads) {
   TilePartition p;
   p.kind_ = Kind::Broadcast;
   p.shape_ = shape;
-  p.grid_shape_ = shape;
   p.threads_ = threads;
-  p.rows_ = product(shape, 0, shape.size());
+  int64_t n = product(shape, 0, shape.size());
+  p.axes_ = {Axis{n, {Digit{"e", n, false, 1}}}};
+  p.replicas_ = {Digit{"copy", threads, true, 1}};
+  p.rows_ = n;
   p.row_groups_ = threads;
   return p;
 }
 
+Expr TilePartition::digit_of_thread(const Digit& d, const Expr& t, int64_t threads, Span sp) {
+  Expr q = d.stride == 1 ? t : floordiv(t, c(d.stride), sp);
+  return d.stride * d.extent >= threads ? q : floormod(q, c(d.extent), sp);
+}
+
 Expr TilePartition::first_replica(const Expr& t, Span sp) const {
-  switch (kind_) {
-    case Kind::Grid: return nullptr;
-    case Kind::RowReplicated:
-      return group_ == 1 ? nullptr : binary(BinaryOp::EQ, floormod(t, c(group_), sp), c(0), sp);
-    case Kind::ColReplicated:
-      return row_groups_ == 1 ? nullptr : binary(BinaryOp::EQ, floordiv(t, c(group_), sp), c(0), sp);
-    case Kind::Broadcast: return threads_ == 1 ? nullptr : binary(BinaryOp::EQ, t, c(0), sp);
+  Expr cond;
+  for (auto& d : replicas_) {
+    if (d.extent == 1) continue;
+    Expr is0 = binary(BinaryOp::EQ, digit_of_thread(d, t, threads_, sp), c(0), sp);
+    cond = cond ? land(cond, is0, sp) : is0;
   }
-  return nullptr;
+  return cond;
 }
 
 int64_t TilePartition::local_size() const {
-  switch (kind_) {
-    case Kind::Broadcast: return rows_;
-    case Kind::Grid: return rows_per_thread() * chunks_per_thread() * vec_;
-    case Kind::RowReplicated: return rows_per_thread();
-    case Kind::ColReplicated: return chunks_per_thread() * vec_;
-  }
-  return 0;
+  int64_t n = 1;
+  for (auto& a : axes_)
+    for (auto& d : a.digits)
+      if (!d.on_thread) n *= d.extent;
+  return n;
 }
 
 int64_t TilePartition::replicas() const {
-  switch (kind_) {
-    case Kind::Broadcast: return threads_;
-    case Kind::Grid: return 1;
-    case Kind::RowReplicated: return group_;
-    case Kind::ColReplicated: return row_groups_;
+  int64_t n = 1;
+  for (auto& d : replicas_) n *= d.extent;
+  return n;
+}
+
+std::vector<Expr> TilePartition::axis_values(const std::vector<Expr>& index, Span sp) const {
+  if (is_2d() && shape_.back() == axes_[1].extent) {
+    std::vector<int64_t> leading(shape_.begin(), shape_.end() - 1);
+    std::vector<Expr> lead_idx(index.begin(), index.end() - 1);
+    return {flatten(lead_idx, leading, sp), index.back()};
   }
-  return 1;
+  std::vector<int64_t> extents;
+  for (auto& a : axes_) extents.push_back(a.extent);
+  return unflatten(flatten(index, shape_, sp), extents, sp);
+}
+
+std::vector<Expr> TilePartition::logical_index(const std::vector<Expr>& values, Span sp) const {
+  if (is_2d() && shape_.back() == axes_[1].extent) {
+    std::vector<int64_t> leading(shape_.begin(), shape_.end() - 1);
+    std::vector<Expr> out = unflatten(values[0], leading, sp);
+    out.push_back(values[1]);
+    return out;
+  }
+  std::vector<int64_t> extents;
+  for (auto& a : axes_) extents.push_back(a.extent);
+  return unflatten(flatten(values, extents, sp), shape_, sp);
 }
 
 int64_t TilePartition::thread_of(const std::vector<int64_t>& index, int64_t rep) const {
-  int64_t flat = flatten(index, shape_);
-  switch (kind_) {
-    case Kind::Grid: {
-      int64_t row, col;
-      if (grid_shape_.size() == 1) {
-        row = flat / vec_;
-        col = flat % vec_;
-      } else {
-        row = flat / cols_;
-        col = flat % cols_;
-      }
-      return (row % row_groups_) * group_ + (col / vec_) % group_;
-    }
-    case Kind::Broadcast: return rep;
-    case Kind::RowReplicated: return (flat % row_groups_) * group_ + rep;
-    case Kind::ColReplicated: return rep * group_ + (flat / vec_) % group_;
+  std::vector<int64_t> extents;
+  for (auto& a : axes_) extents.push_back(a.extent);
+  std::vector<int64_t> values = unflatten(flatten(index, shape_), extents);
+  int64_t t = 0;
+  for (size_t a = 0; a < axes_.size(); ++a) {
+    auto dv = split_digits(values[a], axes_[a].digits);
+    for (size_t k = 0; k < dv.size(); ++k)
+      if (axes_[a].digits[k].on_thread) t += dv[k] * axes_[a].digits[k].stride;
   }
-  return 0;
-}
-
-std::vector<Expr> TilePartition::split_row(const Expr& flat, Span sp) const {
-  if (grid_shape_.size() == 1) return {floordiv(flat, c(vec_), sp), floormod(flat, c(vec_), sp)};
-  return {floordiv(flat, c(cols_), sp), floormod(flat, c(cols_), sp)};
+  auto rv = split_digits(rep, replicas_);
+  for (size_t k = 0; k < rv.size(); ++k) t += rv[k] * replicas_[k].stride;
+  return t;
 }
 
 Expr TilePartition::local_index(const std::vector<Expr>& index) const {
   Span sp = index.empty() ? Span{} : index[0]->span;
-  Expr flat = flatten(index, shape_, sp);
-  switch (kind_) {
-    case Kind::Grid: {
-      auto rc = split_row(flat, sp);
-      Expr chunk = floordiv(rc[1], c(vec_), sp);
-      Expr slot = add(mul(floordiv(rc[0], c(row_groups_), sp), c(chunks_per_thread()), sp),
-                      floordiv(chunk, c(group_), sp), sp);
-      return add(mul(slot, c(vec_), sp), floormod(rc[1], c(vec_), sp), sp);
-    }
-    case Kind::Broadcast: return flat;
-    case Kind::RowReplicated: return floordiv(flat, c(row_groups_), sp);
-    case Kind::ColReplicated: {
-      Expr chunk = floordiv(flat, c(vec_), sp);
-      return add(mul(floordiv(chunk, c(group_), sp), c(vec_), sp), floormod(flat, c(vec_), sp), sp);
+  std::vector<Expr> values = axis_values(index, sp);
+  Expr slot = c(0);
+  for (size_t a = 0; a < axes_.size(); ++a) {
+    auto dv = split_digits(values[a], axes_[a].digits, sp);
+    for (size_t k = 0; k < dv.size(); ++k) {
+      const Digit& d = axes_[a].digits[k];
+      if (!d.on_thread && d.extent > 1) slot = add(slot, d.stride == 1 ? dv[k] : mul(dv[k], c(d.stride), sp), sp);
     }
   }
-  return flat;
+  return slot;
 }
 
 TilePartition::Owned TilePartition::owned_by(const Expr& t, const std::string& prefix, Span sp) const {
   Owned o;
-  auto loop = [&](const std::string& name, int64_t extent) {
-    o.vars.push_back(make_var(prefix + name, DataType::Int(32), sp));
-    o.extents.push_back(extent);
-    return Expr(o.vars.back());
-  };
-  auto both = [&](Expr a, Expr b) { return a ? (b ? land(a, b, sp) : a) : b; };
-  if (kind_ == Kind::Broadcast) {
-    o.index = unflatten(loop("_e", rows_), shape_, sp);
-    return o;
-  }
-  Expr row_in_group = floordiv(t, c(group_), sp);
-  Expr lane_in_group = floormod(t, c(group_), sp);
-  Expr row, chunk;
-  if (kind_ != Kind::ColReplicated) {
-    Expr r = loop("_r", rows_per_thread());
-    row = add(mul(r, c(row_groups_), sp), row_in_group, sp);
-    if (rows_ % row_groups_ != 0) o.exists = both(o.exists, lt(row, c(rows_), sp));
-  }
-  Expr col;
-  if (kind_ != Kind::RowReplicated) {
-    Expr cc = loop("_c", chunks_per_thread());
-    Expr vv = loop("_v", vec_);
-    chunk = add(mul(cc, c(group_), sp), lane_in_group, sp);
-    col = add(mul(chunk, c(vec_), sp), vv, sp);
-    if (chunks() % group_ != 0) o.exists = both(o.exists, lt(chunk, c(chunks()), sp));
-  }
-  switch (kind_) {
-    case Kind::Grid: {
-      if (grid_shape_.size() == 1) {
-        o.index = {add(mul(row, c(vec_), sp), col, sp)};
+  std::vector<Expr> values;
+  for (auto& a : axes_) {
+    Expr v = c(0);
+    int64_t place = digits_span(a);
+    for (auto& d : a.digits) {
+      place /= d.extent;
+      Expr dv;
+      if (d.on_thread) {
+        dv = digit_of_thread(d, t, threads_, sp);
       } else {
-        std::vector<int64_t> leading(grid_shape_.begin(), grid_shape_.end() - 1);
-        o.index = unflatten(row, leading, sp);
-        o.index.push_back(col);
+        o.vars.push_back(make_var(prefix + "_" + d.name, DataType::Int(32), sp));
+        o.extents.push_back(d.extent);
+        dv = o.vars.back();
       }
-      break;
+      v = add(v, place == 1 ? dv : mul(dv, c(place), sp), sp);
     }
-    case Kind::RowReplicated: o.index = unflatten(row, shape_, sp); break;
-    case Kind::ColReplicated: o.index = unflatten(col, shape_, sp); break;
-    case Kind::Broadcast: break;  // handled above
+    if (digits_span(a) > a.extent) {
+      Expr inside = lt(v, c(a.extent), sp);
+      o.exists = o.exists ? land(o.exists, inside, sp) : inside;
+    }
+    values.push_back(v);
   }
+  o.index = logical_index(values, sp);
   return o;
 }
 
 bool TilePartition::operator==(const TilePartition& o) const {
-  return kind_ == o.kind_ && shape_ == o.shape_ && rows_ == o.rows_ && cols_ == o.cols_ && vec_ == o.vec_ &&
-         group_ == o.group_ && row_groups_ == o.row_groups_ && threads_ == o.threads_;
+  return shape_ == o.shape_ && threads_ == o.threads_ && axes_ == o.axes_ && replicas_ == o.replicas_;
 }
 
 std::string TilePartition::str() const {
   std::ostringstream os;
-  const char* names[] = {"grid", "row-replicated", "col-replicated", "broadcast"};
+  const char* names[] = {"grid", "mma", "row-replicated", "col-replicated", "broadcast"};
   os << names[int(kind_)] << "(";
   for (size_t i = 0; i < shape_.size(); ++i) os << (i ? "x" : "") << shape_[i];
-  os << ": " << rows_ << " rows x " << cols_ << " cols, vec " << vec_ << ", " << group_ << " threads per row, "
-     << row_groups_ << " row groups)";
+  os << " over " << threads_ << " threads:";
+  auto digit = [&](const Digit& d) {
+    os << " " << d.name << d.extent;
+    if (d.on_thread) os << "@t" << d.stride;
+  };
+  const char* axis_names[] = {"rows", "cols"};
+  for (size_t a = 0; a < axes_.size(); ++a) {
+    os << (a ? ";" : "") << " " << (axes_.size() == 2 ? axis_names[a] : "elements") << " " << axes_[a].extent << " =";
+    for (auto& d : axes_[a].digits) digit(d);
+  }
+  if (!replicas_.empty()) {
+    os << "; copies";
+    for (auto& d : replicas_) digit(d);
+  }
+  os << ")";
   return os.str();
 }
 

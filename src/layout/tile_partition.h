@@ -1,21 +1,34 @@
 // How a fragment (or the iteration space of a T.Parallel loop) is spread over the threads
-// of a block: the first GPU layouts, in closed form, with the loops that enumerate what
-// one thread owns.
+// of a block, in closed form, with the loops that enumerate what one thread owns.
 //
-// Grid: the tile seen as rows x cols (rows = all leading dimensions flattened, cols = the
-// last one) is cut into vectors of `vec` contiguous elements of a row; `group` threads
-// share a row (consecutive lanes, so row-wise reductions are warp shuffles) and the
-// block's threads form row_groups = threads / group such groups, dealt the rows round-robin:
-//     chunk c = j / vec,  thread(i, j) = (i % row_groups) * group + c % group,
-//     local(i, j) = ((i / row_groups) * chunks_per_thread + c / group) * vec + j % vec.
-// RowReplicated: one value per row of a grid tile, held by every thread of that row's
-// group (the result of a reduction along the last dimension).
-// ColReplicated: one value per column of a 2-D grid tile, held by every row group (the
-// result of a reduction along the first dimension).
+// The tile is seen through one or two axes: rows x cols (rows = all leading dimensions
+// flattened, cols = the last one), or a single axis (the flattened tile). The value along
+// each axis is written in mixed radix as a list of digits, most significant first; every
+// digit is either held along the threads (its value times its stride is part of the
+// thread index) or in registers (its value times its stride is part of the local slot):
 //
-// Broadcast: every thread holds every element (e.g. the result of reducing a whole tile).
+//     axis value = sum over digits  value_d * (product of the extents of later digits)
+//     thread     = sum over thread digits value_d * stride_d  (+ replica digits)
+//     local slot = sum over local digits  value_d * stride_d
 //
-// Rank-1 tiles [n] use the grid of shape [n / vec, vec]: every thread owns whole vectors.
+// Replica digits are thread digits that belong to no axis: the threads they tell apart hold
+// the same elements (the result of a reduction lives in every thread that took part).
+// When the digits of an axis span more than its extent, the slots past the end exist but
+// hold nothing (`Owned::exists` says which).
+//
+// Grid (the default): `group` consecutive lanes share a row, in vectors of `vec` elements;
+// the block's threads form row_groups = threads / group groups, dealt rows round-robin:
+//     rows: [rows_per_thread local] [row_groups thread x group]
+//     cols: [chunks_per_thread local] [group thread x 1] [vec local]
+// Mma (the accumulator of mma.sync m16n8, warp (wm, wn) = warp wm * warps_n + wn):
+//     rows: [warps_m thread x 32 warps_n] [M / (16 warps_m) local] [2 local] [8 thread x 4]
+//     cols: [warps_n thread x 32] [N / (8 warps_n) local] [4 thread x 1] [2 local]
+//   with the four accumulators of one 16 x 8 atom in consecutive slots (c0..c3).
+// RowReplicated / ColReplicated: the rows (cols) axis of a 2-D layout alone, the other
+// axis's thread digits becoming replicas (the result of reducing the other dimension).
+// Broadcast: every thread holds every element.
+//
+// Rank-1 grid tiles [n] use the two axes [n / vec, vec]: every thread owns whole vectors.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,13 +40,31 @@ namespace tl {
 
 class TilePartition {
  public:
-  enum class Kind { Grid, RowReplicated, ColReplicated, Broadcast };
+  enum class Kind { Grid, Mma, RowReplicated, ColReplicated, Broadcast };
+
+  struct Digit {
+    std::string name;  // for messages and loop names
+    int64_t extent;
+    bool on_thread;
+    int64_t stride;  // in the thread index, or in the local slot
+    bool operator==(const Digit& o) const {
+      return extent == o.extent && on_thread == o.on_thread && stride == o.stride;
+    }
+  };
+  struct Axis {
+    int64_t extent;
+    std::vector<Digit> digits;  // most significant first
+    bool operator==(const Axis& o) const { return extent == o.extent && digits == o.digits; }
+  };
 
   // The default partition of a tile of `shape` (constants) over `threads` threads, for
   // elements of elem_bytes bytes: vectors of up to 16 bytes.
   static TilePartition grid(const std::vector<int64_t>& shape, int64_t threads, int elem_bytes);
-  // The partition of a reduction's result over `shape` (its own shape), derived from the
-  // grid of the reduced tile.
+  // The mma.sync m16n8 accumulator of an M x N tile on a warps_m x warps_n warp grid
+  // (M divisible by 16 warps_m, N by 8 warps_n, threads == 32 warps_m warps_n).
+  static TilePartition mma_accumulator(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n);
+  // The partition of a reduction's result over `shape` (its own shape): one axis of this
+  // 2-D layout, the other's threads turned into replicas.
   TilePartition row_replicated(const std::vector<int64_t>& shape) const;
   TilePartition col_replicated(const std::vector<int64_t>& shape) const;
   static TilePartition broadcast(const std::vector<int64_t>& shape, int64_t threads);
@@ -41,14 +72,24 @@ class TilePartition {
   Kind kind() const { return kind_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t threads() const { return threads_; }
+  const std::vector<Axis>& axes() const { return axes_; }
+  const std::vector<Digit>& replica_digits() const { return replicas_; }
   // Elements each thread stores (an upper bound: threads at the edges may use fewer).
   int64_t local_size() const;
   // How many threads hold each element.
   int64_t replicas() const;
+  // A rank >= 2 tile seen as rows x cols.
+  bool is_2d() const { return axes_.size() == 2 && shape_.size() >= 2; }
 
   // The owner of a logical element (for replica rep), and its slot in the owner's array.
   int64_t thread_of(const std::vector<int64_t>& index, int64_t rep) const;
   Expr local_index(const std::vector<Expr>& index) const;
+
+  // The axis values of a logical index, and the logical index of axis values.
+  std::vector<Expr> axis_values(const std::vector<Expr>& index, Span span) const;
+  std::vector<Expr> logical_index(const std::vector<Expr>& axis_values, Span span) const;
+  // The value of a thread digit in thread t.
+  static Expr digit_of_thread(const Digit& d, const Expr& t, int64_t threads, Span span);
 
   // The elements thread t owns: loops (vars over [0, extents)) and, inside them, the
   // logical index of the element and the condition that it exists (null when always).
@@ -66,7 +107,8 @@ class TilePartition {
   bool operator==(const TilePartition& o) const;
   std::string str() const;
 
-  // The grid's parameters (see the formulas above), for lowerings that walk it directly.
+  // The grid's parameters (see the formulas above), for lowerings that walk a Grid
+  // directly; meaningless for other kinds.
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
   int64_t vec() const { return vec_; }
@@ -75,18 +117,16 @@ class TilePartition {
   int64_t chunks() const { return cols_ / vec_; }
   int64_t chunks_per_thread() const { return (chunks() + group_ - 1) / group_; }
   int64_t rows_per_thread() const { return (rows_ + row_groups_ - 1) / row_groups_; }
-  // Whether the grid tile is a real 2-D (or higher) tile rather than a rank-1 one.
-  bool is_2d() const { return grid_shape_.size() >= 2; }
 
  private:
-  // The flat row of a logical index of the grid tile, and its column.
-  std::vector<Expr> split_row(const Expr& row, Span span) const;
+  TilePartition replicated_axis(int keep, Kind kind, const std::vector<int64_t>& shape) const;
 
   Kind kind_ = Kind::Grid;
   std::vector<int64_t> shape_;  // the buffer's logical shape
-  int64_t rows_ = 1, cols_ = 1; // the grid tile (of the tile this layout derives from)
-  int64_t vec_ = 1, group_ = 1, row_groups_ = 1, threads_ = 1;
-  std::vector<int64_t> grid_shape_;  // logical shape of that grid tile
+  std::vector<Axis> axes_;
+  std::vector<Digit> replicas_;
+  int64_t threads_ = 1;
+  int64_t rows_ = 1, cols_ = 1, vec_ = 1, group_ = 1, row_groups_ = 1;  // Grid only
 };
 
 }  // namespace tl

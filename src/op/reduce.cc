@@ -210,11 +210,11 @@ Stmt reduce_whole_tile(const TileOpNode& op, ReduceKind kind, bool clear, const 
   return std::make_shared<AllocateNode>(acc, make_seq(steps, sp), Attrs{}, sp);
 }
 
-// On threads: the reduced tile is a fragment spread as a grid. Reducing the last dimension,
-// each thread folds the elements of its rows it owns, then the threads sharing a row (a
-// group of consecutive lanes) combine by butterfly shuffles, so every one of them holds the
-// row's result (dst is row-replicated). Reducing the first dimension of a 2-D tile, each
-// thread folds its rows per column, and the row groups combine through shared memory.
+// On threads: the reduced tile is a 2-D fragment (rows x cols, see layout/tile_partition.h)
+// and one of its axes is reduced. For each value of the kept axis a thread owns, it folds
+// the elements it holds along the reduced axis; then the threads that share the kept value
+// combine: those inside a warp by butterfly shuffles (every one of them ends up with the
+// result, so dst is replicated over them), those in different warps through shared memory.
 Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
   auto [kind, dim, keep, clear] = reduce_options(op, ctx.analyzer);
   const BufferRegion &src = op.regions[0], &dst = op.regions[1];
@@ -226,35 +226,18 @@ Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
   const TilePartition* dst_layout = ctx.layout_of(dst.buffer);
   if (layout && rank == 1 && dst_layout && dst_layout->kind() == TilePartition::Kind::Broadcast)
     return reduce_whole_tile(op, kind, clear, *layout, ctx);
-  if (!layout || !ctx.layout_of(dst.buffer) || layout->kind() != TilePartition::Kind::Grid || !layout->is_2d() ||
-      !(last || (dim == 0 && rank == 2)))
+  if (!layout || !dst_layout || !layout->is_2d() || layout->replicas() != 1 || !(last || (dim == 0 && rank == 2)))
     fail(ErrorKind::Unsupported, sp,
          op_name(op) + " on target " + ctx.target.kind + " reduces fragments of rank >= 2 over their last "
              "dimension (or the first of a 2-D one); got " + region_str(src) + " in scope " + src.buffer->scope +
              " over dim " + std::to_string(dim),
          "allocate the source and destination with T.alloc_fragment");
   const TilePartition& p = *layout;
+  const int red = last ? 1 : 0, kept = 1 - red;
+  const TilePartition::Axis &kept_axis = p.axes()[kept], &red_axis = p.axes()[red];
   Expr tid = ctx.thread;
   auto c = [](int64_t v) { return make_int(v); };
-  auto loop = [&](const std::string& name, int64_t extent, const std::function<Stmt(const Expr&)>& body) {
-    Var v = make_var(name, DataType::Int(32), sp);
-    ctx.analyzer.bind(v.get(), 0, extent);
-    Stmt b = body(v);
-    ctx.analyzer.unbind(v.get());
-    return Stmt(std::make_shared<ForNode>(v, c(0), c(extent), ForKind::Unrolled, b, Attrs{}, sp));
-  };
   auto both = [&](Expr a, Expr b) { return a ? (b ? land(a, b, sp) : a) : b; };
-  std::vector<int64_t> leading;
-  for (int d = 0; d + 1 < rank; ++d) leading.push_back(*const_int(src.buffer->shape[d]));
-  auto row_index = [&](const Expr& row) {  // logical indices of a flat row of the grid
-    std::vector<Expr> out(leading.size());
-    Expr rest = row;
-    for (size_t d = leading.size(); d-- > 0;) {
-      out[d] = d == 0 ? rest : floormod(rest, c(leading[d]), sp);
-      rest = floordiv(rest, c(leading[d]), sp);
-    }
-    return out;
-  };
   auto element = [&](const std::vector<Expr>& idx) {
     Expr x = cast(t, make_load(src.buffer, idx, sp), sp);
     return (kind == ReduceKind::AbsSum || kind == ReduceKind::AbsMax) ? call("abs", {x}, sp) : x;
@@ -263,73 +246,110 @@ Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
     Expr result = clear ? total : combine(kind, make_load(dst.buffer, dst_idx, sp), total, sp);
     return std::make_shared<BufferStoreNode>(dst.buffer, result, dst_idx, sp);
   };
-  Stmt sync = sync_threads(sp);
+  // Loops over the local digits of an axis (unrolled); body gets the axis value and the
+  // condition that it is inside the tile.
+  std::function<Stmt(const TilePartition::Axis&, size_t, Expr, int64_t, const std::string&,
+                     const std::function<Stmt(const Expr&, const Expr&)>&)>
+      over_axis = [&](const TilePartition::Axis& axis, size_t k, Expr value, int64_t place, const std::string& pre,
+                      const std::function<Stmt(const Expr&, const Expr&)>& body) -> Stmt {
+    if (k == axis.digits.size()) {
+      int64_t span_all = 1;
+      for (auto& d : axis.digits) span_all *= d.extent;
+      return body(value, span_all > axis.extent ? lt(value, c(axis.extent), sp) : nullptr);
+    }
+    const TilePartition::Digit& d = axis.digits[k];
+    int64_t next_place = place / d.extent;
+    auto with = [&](const Expr& dv) {
+      return over_axis(axis, k + 1, add(value, next_place == 1 ? dv : mul(dv, c(next_place), sp), sp), next_place,
+                       pre, body);
+    };
+    if (d.on_thread) return with(TilePartition::digit_of_thread(d, tid, p.threads(), sp));
+    if (d.extent == 1) return with(c(0));
+    Var v = make_var(pre + d.name, DataType::Int(32), sp);
+    ctx.analyzer.bind(v.get(), 0, d.extent);
+    Stmt b = with(v);
+    ctx.analyzer.unbind(v.get());
+    return std::make_shared<ForNode>(v, c(0), c(d.extent), ForKind::Unrolled, b, Attrs{}, sp);
+  };
+  auto axis_span = [](const TilePartition::Axis& a) {
+    int64_t s = 1;
+    for (auto& d : a.digits) s *= d.extent;
+    return s;
+  };
+  auto source_index = [&](const Expr& kept_value, const Expr& red_value) {
+    std::vector<Expr> values(2);
+    values[kept] = kept_value;
+    values[red] = red_value;
+    return p.logical_index(values, sp);
+  };
+  auto dst_index = [&](const Expr& kept_value) {
+    std::vector<Expr> idx;
+    if (last) {
+      std::vector<Expr> full = source_index(kept_value, c(0));
+      idx.assign(full.begin(), full.end() - 1);
+      if (keep) idx.push_back(c(0));
+    } else {
+      idx = keep ? std::vector<Expr>{c(0), kept_value} : std::vector<Expr>{kept_value};
+    }
+    return idx;
+  };
+  // The reduced axis's thread digits: power-of-two lanes of one warp combine by shuffles,
+  // the rest (other warps) through shared memory.
+  std::vector<int64_t> shuffle_masks;
+  std::vector<TilePartition::Digit> across;
+  Expr shuffle_leader;  // the lanes whose shuffle digits are 0
+  for (auto& d : red_axis.digits) {
+    if (!d.on_thread || d.extent == 1) continue;
+    bool pow2 = (d.extent & (d.extent - 1)) == 0 && (d.stride & (d.stride - 1)) == 0;
+    int64_t inner = pow2 && d.stride < 32 ? std::min(d.extent, 32 / d.stride) : 1;
+    if (inner > 1) {
+      for (int64_t m = d.stride * inner / 2; m >= d.stride; m /= 2) shuffle_masks.push_back(m);
+      TilePartition::Digit lanes{d.name, inner, true, d.stride};
+      shuffle_leader = both(shuffle_leader,
+                            binary(BinaryOp::EQ, TilePartition::digit_of_thread(lanes, tid, p.threads(), sp), c(0), sp));
+    }
+    if (d.extent / inner > 1) across.push_back({d.name, d.extent / inner, true, d.stride * inner});
+  }
   Buffer acc = make_scalar_buffer(dst.buffer->name + "_red", t, sp);
   std::vector<Expr> at0 = {c(0)};
   Expr acc_val = make_load(acc, at0, sp);
   auto set_acc = [&](Expr v) -> Stmt { return std::make_shared<BufferStoreNode>(acc, v, at0, sp); };
-  Expr group_lane = floormod(tid, c(p.group()), sp), group_row = floordiv(tid, c(p.group()), sp);
+  int64_t n_across = 1;
+  for (auto& d : across) n_across *= d.extent;
+  Expr across_index = c(0);
+  for (auto& d : across)
+    across_index = add(mul(across_index, c(d.extent), sp), TilePartition::digit_of_thread(d, tid, p.threads(), sp), sp);
+  Buffer partial = make_buffer(dst.buffer->name + "_partial", t, {c(n_across), c(axis_span(kept_axis))}, "shared", sp);
 
-  if (last) {
-    return loop("rr", p.rows_per_thread(), [&](const Expr& r) {
-      Expr row = add(mul(r, c(p.row_groups()), sp), group_row, sp);
-      Expr row_ok = p.rows() % p.row_groups() ? lt(row, c(p.rows()), sp) : nullptr;
-      Stmt fold = loop("rc", p.chunks_per_thread(), [&](const Expr& cc) {
-        Expr chunk = add(mul(cc, c(p.group()), sp), group_lane, sp);
-        Expr ok = both(row_ok, p.chunks() % p.group() ? lt(chunk, c(p.chunks()), sp) : nullptr);
-        return loop("rv", p.vec(), [&](const Expr& vv) {
-          std::vector<Expr> idx = row_index(row);
-          idx.push_back(add(mul(chunk, c(p.vec()), sp), vv, sp));
-          return guard(ok, set_acc(combine(kind, acc_val, element(idx), sp)), sp);
-        });
-      });
-      std::vector<Stmt> steps = {set_acc(identity(kind, t, sp)), fold};
-      // Every lane takes part in the shuffles, also those whose row is past the end.
-      for (int64_t m = p.group() / 2; m >= 1; m /= 2) {
-        Expr other = std::make_shared<CallNode>(t, "shfl_xor", std::vector<Expr>{acc_val, c(m), c(32)}, sp);
-        steps.push_back(set_acc(combine(kind, acc_val, other, sp)));
-      }
-      std::vector<Expr> dst_idx = row_index(row);
-      if (keep) dst_idx.push_back(c(0));
-      steps.push_back(guard(row_ok, finish(dst_idx, acc_val), sp));
-      return std::make_shared<AllocateNode>(acc, make_seq(steps, sp), Attrs{}, sp);
+  Stmt fold = over_axis(kept_axis, 0, c(0), axis_span(kept_axis), "rk_", [&](const Expr& kv, const Expr& kept_ok) {
+    Stmt elements = over_axis(red_axis, 0, c(0), axis_span(red_axis), "rr_", [&](const Expr& rv, const Expr& red_ok) {
+      return guard(both(kept_ok, red_ok), set_acc(combine(kind, acc_val, element(source_index(kv, rv)), sp)), sp);
     });
-  }
-
-  // dim == 0 of a 2-D tile: per column, fold this thread's rows, then across row groups.
-  Buffer partial = make_buffer(dst.buffer->name + "_partial", t, {c(p.row_groups()), c(p.cols())},
-                               "shared", sp);
-  auto over_columns = [&](const std::function<Stmt(const Expr& col, const Expr& ok)>& body) {
-    return loop("rc", p.chunks_per_thread(), [&](const Expr& cc) {
-      Expr chunk = add(mul(cc, c(p.group()), sp), group_lane, sp);
-      Expr ok = p.chunks() % p.group() ? lt(chunk, c(p.chunks()), sp) : nullptr;
-      return loop("rv", p.vec(), [&](const Expr& vv) { return body(add(mul(chunk, c(p.vec()), sp), vv, sp), ok); });
-    });
-  };
-  auto dst_index = [&](const Expr& col) {
-    return keep ? std::vector<Expr>{c(0), col} : std::vector<Expr>{col};
-  };
-  Stmt fold = over_columns([&](const Expr& col, const Expr& ok) {
-    Stmt rows = loop("rr", p.rows_per_thread(), [&](const Expr& r) {
-      Expr row = add(mul(r, c(p.row_groups()), sp), group_row, sp);
-      Expr row_ok = p.rows() % p.row_groups() ? lt(row, c(p.rows()), sp) : nullptr;
-      return guard(row_ok, set_acc(combine(kind, acc_val, element({row, col}), sp)), sp);
-    });
-    Stmt out = p.row_groups() == 1 ? finish(dst_index(col), acc_val)
-                                   : std::make_shared<BufferStoreNode>(partial, acc_val,
-                                                                       std::vector<Expr>{group_row, col}, sp);
-    Stmt body = make_seq({set_acc(identity(kind, t, sp)), rows, out}, sp);
-    return guard(ok, std::make_shared<AllocateNode>(acc, body, Attrs{}, sp), sp);
+    std::vector<Stmt> steps = {set_acc(identity(kind, t, sp)), elements};
+    // Every lane takes part in the shuffles, also those whose kept value is past the end.
+    for (int64_t m : shuffle_masks) {
+      Expr other = std::make_shared<CallNode>(t, "shfl_xor", std::vector<Expr>{acc_val, c(m), c(32)}, sp);
+      steps.push_back(set_acc(combine(kind, acc_val, other, sp)));
+    }
+    if (across.empty()) {
+      steps.push_back(guard(kept_ok, finish(dst_index(kv), acc_val), sp));
+    } else {
+      Stmt put = std::make_shared<BufferStoreNode>(partial, acc_val, std::vector<Expr>{across_index, kv}, sp);
+      steps.push_back(guard(shuffle_leader, put, sp));
+    }
+    return std::make_shared<AllocateNode>(acc, make_seq(steps, sp), Attrs{}, sp);
   });
-  if (p.row_groups() == 1) return fold;
-  Stmt gather = over_columns([&](const Expr& col, const Expr& ok) {
-    Stmt sum = loop("rq", p.row_groups(), [&](const Expr& q) {
-      return set_acc(combine(kind, acc_val, make_load(partial, {q, col}, sp), sp));
-    });
-    Stmt body = make_seq({set_acc(identity(kind, t, sp)), sum, finish(dst_index(col), acc_val)}, sp);
-    return guard(ok, std::make_shared<AllocateNode>(acc, body, Attrs{}, sp), sp);
+  if (across.empty()) return fold;
+  Stmt gather = over_axis(kept_axis, 0, c(0), axis_span(kept_axis), "rk_", [&](const Expr& kv, const Expr& kept_ok) {
+    Var q = make_var("rq", DataType::Int(32), sp);
+    Stmt sum = std::make_shared<ForNode>(q, c(0), c(n_across), ForKind::Unrolled,
+                                         set_acc(combine(kind, acc_val, make_load(partial, {q, kv}, sp), sp)), Attrs{},
+                                         sp);
+    Stmt body = make_seq({set_acc(identity(kind, t, sp)), sum, guard(kept_ok, finish(dst_index(kv), acc_val), sp)}, sp);
+    return std::make_shared<AllocateNode>(acc, body, Attrs{}, sp);
   });
   ctx.scratch.push_back(partial);
+  Stmt sync = sync_threads(sp);
   // The second barrier keeps a later reduction (the next loop iteration) from overwriting
   // partial results still being read.
   return make_seq({fold, sync, gather, sync}, sp);

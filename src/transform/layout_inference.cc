@@ -153,7 +153,7 @@ class LayoutInference : public IRVisitor {
       auto it = decided_.find(buf.get());
       if (it == decided_.end() || idx.size() != 2) continue;
       const TilePartition* l = &it->second.layout;
-      if (!l->is_2d() || l->kind() != TilePartition::Kind::Grid) continue;
+      if (!l->is_2d() || l->replicas() != 1) continue;
       int a = var_at(idx[0]), b = var_at(idx[1]);
       // A derived layout (one a copy or reduction fixed) outranks a default.
       if (a >= 0 && b >= 0 && a != b && (!driver || (it->second.derived && !driver_derived))) {

@@ -209,7 +209,7 @@ class ThreadLowering : public IRMutator {
       if (identity && l.shape() == extents) {
         driver = &l;
         driver_name = a.buffer->name;
-        if (l.kind() == TilePartition::Kind::Grid) break;  // prefer a grid over a replicated one
+        if (l.replicas() == 1) break;  // prefer a layout without copies over a replicated one
       }
     }
     // Without a driver the iterations get a default share; check_owners then tells whether
