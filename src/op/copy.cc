@@ -1,5 +1,6 @@
 // T.copy(src, dst): element-wise dst = cast(dst.dtype, src) over two matching regions.
 #include "ir/error.h"
+#include "ir/functor.h"
 #include "ir/op.h"
 #include "op/region.h"
 #include "op/thread_context.h"
@@ -32,6 +33,29 @@ Stmt lower_copy(const TileOpNode& op, LowerContext& ctx) {
   return loops.wrap(store, ForKind::Parallel);
 }
 
+// Vector loops `dst_shared[b + v] = src_global[b' + v]` become cp_async(&dst[b], &src[b'], bytes).
+Stmt to_cp_async(const Stmt& s) {
+  class ToCpAsync : public IRMutator {
+   protected:
+    Stmt mutate_for(const Stmt& st, const ForNode* n) override {
+      auto* store = as<BufferStoreNode>(n->body);
+      auto* load = store ? as<BufferLoadNode>(store->value) : nullptr;
+      const int64_t* lanes = const_int(n->extent);
+      if (n->for_kind != ForKind::Vectorized || !load || !lanes || !store->buffer->is_shared() ||
+          !load->buffer->is_global())
+        return IRMutator::mutate_for(st, n);
+      int64_t bytes = *lanes * store->buffer->dtype.bytes();
+      std::unordered_map<const VarNode*, Expr> first = {{n->var.get(), n->min}};
+      Expr dst = substitute(Expr(std::make_shared<BufferLoadNode>(store->buffer->dtype, store->buffer, store->indices, store->span)), first);
+      Expr src = substitute(Expr(std::make_shared<BufferLoadNode>(load->dtype, load->buffer, load->indices, load->span)), first);
+      return std::make_shared<EvaluateNode>(
+          std::make_shared<CallNode>(DataType::Void(), "cp_async", std::vector<Expr>{dst, src, make_int(bytes)}, n->span),
+          n->span);
+    }
+  };
+  return ToCpAsync().mutate(s);
+}
+
 // One thread's share: the elements it owns of the fragment side (the layout decides), or
 // a default share of the tile when neither side is a fragment.
 Stmt lower_copy_threads(const TileOpNode& op, ThreadContext& ctx) {
@@ -51,7 +75,11 @@ Stmt lower_copy_threads(const TileOpNode& op, ThreadContext& ctx) {
     Expr value = guarded_load(src, src_indices, ctx.analyzer, op.span);
     return guarded_store(dst, value, dst_indices, ctx.analyzer, op.span);
   }, op.span);
-  return vectorize_copies(copy, ctx.analyzer);
+  copy = vectorize_copies(copy, ctx.analyzer);
+  // In a software pipeline, global -> shared vectors go through cp.async (sm_80+): the
+  // pipeline's wait and barrier complete them.
+  if (attr_int(op, "async", 0) && src.buffer->is_global() && dst.buffer->is_shared()) copy = to_cp_async(copy);
+  return copy;
 }
 
 }  // namespace

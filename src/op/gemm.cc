@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <functional>
 
+#include "op/gemm.h"
+
 #include "ir/error.h"
 #include "ir/op.h"
 #include "op/region.h"
@@ -232,10 +234,160 @@ Stmt register_blocked(const GemmShape& g, const BufferRegion& sa, const BufferRe
   return make_seq({zero, body}, sp);
 }
 
+// ---------------------------------------------------------------- tensor cores
+
+// The matrix of an operand is its buffer's last two dimensions, whole.
+bool whole_last_two_dims(const Operand& x) {
+  const BufferRegion& r = *x.region;
+  int rank = int(r.ranges.size());
+  if (rank < 2 || x.dim0 != rank - 2 || x.dim1 != rank - 1) return false;
+  for (int d = rank - 2; d < rank; ++d) {
+    const int64_t* mn = const_int(r.ranges[d].min);
+    const int64_t* ext = const_int(r.ranges[d].extent);
+    const int64_t* full = const_int(r.buffer->shape[d]);
+    if (!mn || *mn != 0 || !ext || !full || *ext != *full) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& target, int64_t threads) {
+  GemmInstruction ins;
+  auto simt = [&](const std::string& why) {
+    ins.why_simt = why;
+    return ins;
+  };
+  if (target.kind != "cuda") return simt("target " + target.kind + " has no tensor-core path");
+  if (target.arch_number() < 80) return simt("mma.sync m16n8k16 needs sm_80 or newer");
+  if (op.regions.size() != 3) return simt("malformed T.gemm");
+  const Buffer &A = op.regions[0].buffer, &B = op.regions[1].buffer, &C = op.regions[2].buffer;
+  bool half_in = A->dtype == DataType::Float(16) || A->dtype == DataType::BFloat16();
+  if (!half_in || B->dtype != A->dtype || C->dtype != DataType::Float(32))
+    return simt("tensor cores take float16/bfloat16 inputs into a float32 accumulator here (got " + A->dtype.str() +
+                " x " + B->dtype.str() + " -> " + C->dtype.str() + ")");
+  if (!A->is_shared() || !B->is_shared()) return simt("A and B must be in shared memory");
+  if (!C->is_fragment() || C->shape.size() != 2) return simt("C must be a 2-D fragment");
+  GemmShape g = gemm_shape(op);
+  if (!whole_last_two_dims(g.a) || !whole_last_two_dims(g.b))
+    return simt("A and B must be whole tiles (their buffers' last two dimensions)");
+  const int64_t *m = const_int(g.m), *n = const_int(g.n), *k = const_int(g.k);
+  if (!m || !n || !k) return simt("M, N and K must be constants");
+  if (threads % 32 != 0) return simt("the block's thread count is not a multiple of 32");
+  int64_t warps = threads / 32;
+  if (*k % 16 != 0) return simt("K (" + std::to_string(*k) + ") is not a multiple of 16");
+  int64_t policy = attr_int(op, "policy", 0);
+  int64_t best_m = 0;
+  double best_score = 0;
+  for (int64_t wm = 1; wm <= warps; ++wm) {
+    if (warps % wm != 0) continue;
+    int64_t wn = warps / wm;
+    if (*m % (16 * wm) != 0 || *n % (16 * wn) != 0) continue;
+    double tm = double(*m / wm), tn = double(*n / wn);
+    double score = policy == 1 ? double(wm) : policy == 2 ? double(wn) : -std::max(tm / tn, tn / tm);
+    if (!best_m || score > best_score) {
+      best_m = wm;
+      best_score = score;
+    }
+  }
+  if (!best_m)
+    return simt("the " + std::to_string(*m) + " x " + std::to_string(*n) + " tile does not split into 16 x 16 pieces over " +
+                std::to_string(warps) + " warps");
+  ins.kind = GemmInstruction::Kind::MmaSync;
+  ins.warps_m = best_m;
+  ins.warps_n = warps / best_m;
+  return ins;
+}
+
+namespace {
+
+Expr intrinsic(const std::string& name, std::vector<Expr> args, Span sp) {
+  return std::make_shared<CallNode>(DataType::Void(), name, std::move(args), sp);
+}
+Stmt evaluate(Expr e, Span sp) { return std::make_shared<EvaluateNode>(std::move(e), sp); }
+
+// mma.sync m16n8k16 over the warp grid: each warp owns a (M / warps_m) x (N / warps_n)
+// sub-tile of C as MI x NI accumulators of 16 x 8 (layout/tile_partition.h, Kind::Mma). Per
+// 16-deep slice of K it loads its A rows (one ldmatrix.x4 per 16 rows) and B columns (one
+// ldmatrix.x4 per 16 columns, .trans when B is stored K-major) into registers and issues
+// MI x NI mma instructions.
+Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadContext& ctx) {
+  GemmShape g = gemm_shape(op);
+  const BufferRegion &ra = op.regions[0], &rb = op.regions[1], &rc = op.regions[2];
+  Span sp = op.span;
+  auto c = [](int64_t v) { return make_int(v); };
+  const int64_t M = *const_int(g.m), N = *const_int(g.n), K = *const_int(g.k);
+  const int64_t MI = M / (16 * ins.warps_m), NI = N / (8 * ins.warps_n), KS = K / 16;
+  Expr lane = floormod(ctx.thread, c(32), sp), warp = floordiv(ctx.thread, c(32), sp);
+  Expr row0 = mul(floordiv(warp, c(ins.warps_n), sp), c(M / ins.warps_m), sp);
+  Expr col0 = mul(floormod(warp, c(ins.warps_n), sp), c(N / ins.warps_n), sp);
+  Expr l8 = floormod(lane, c(8), sp), q = floordiv(lane, c(8), sp);
+  Expr q_lo = floormod(q, c(2), sp), q_hi = floordiv(q, c(2), sp);
+  DataType in_t = ra.buffer->dtype;
+  Buffer a_reg = make_buffer(rc.buffer->name + "_a", in_t, {c(MI * 8)}, scope::kLocal, sp);
+  Buffer b_reg = make_buffer(rc.buffer->name + "_b", in_t, {c(NI * 4)}, scope::kLocal, sp);
+  bool clear = attr_int(op, "clear_accum", 0) != 0;
+  auto unrolled = [&](const std::string& name, int64_t n, const std::function<Stmt(const Expr&)>& body) {
+    Var v = make_var(name, DataType::Int(32), sp);
+    ctx.analyzer.bind(v.get(), 0, n);
+    Stmt b = body(v);
+    ctx.analyzer.unbind(v.get());
+    return Stmt(std::make_shared<ForNode>(v, c(0), c(n), ForKind::Unrolled, b, Attrs{}, sp));
+  };
+  // The shared element (row, col) of an operand as stored, as an address for ldmatrix.
+  auto at = [&](const BufferRegion& r, const Operand& x, const Expr& row, const Expr& col) {
+    return make_load(r.buffer, operand_indices(x, row, col, sp), sp);
+  };
+  Stmt kloop = unrolled("kk", KS, [&](const Expr& kk) {
+    Expr k0 = mul(kk, c(16), sp);
+    // A (M x K): matrix q of ldmatrix.x4 is the 8 x 8 block (8 (q % 2), 8 (q / 2)) of the
+    // 16 x 16 tile, so the registers come out in the order of mma's a0..a7. Stored K x M,
+    // the same blocks are read transposed.
+    Stmt load_a = unrolled("mi", MI, [&](const Expr& mi) {
+      Expr m0 = add(row0, mul(mi, c(16), sp), sp);
+      Expr addr = g.trans_a ? at(ra, g.a, add(add(k0, mul(q_hi, c(8), sp), sp), l8, sp),
+                                 add(m0, mul(q_lo, c(8), sp), sp))
+                            : at(ra, g.a, add(m0, floormod(lane, c(16), sp), sp),
+                                 add(k0, mul(floordiv(lane, c(16), sp), c(8), sp), sp));
+      return evaluate(intrinsic("ldmatrix", {c(g.trans_a ? 1 : 0), c(4), make_load(a_reg, {mul(mi, c(8), sp)}, sp), addr},
+                                sp), sp);
+    });
+    // B (K x N): matrices 2j and 2j+1 are the two 8-deep halves of the 16 x 8 operand of
+    // column block j of the pair; stored K x N they are read transposed.
+    Stmt load_b = unrolled("nj", NI / 2, [&](const Expr& nj) {
+      Expr n0 = add(add(col0, mul(nj, c(16), sp), sp), mul(q_hi, c(8), sp), sp);
+      Expr kq = add(k0, mul(q_lo, c(8), sp), sp);
+      Expr addr = g.trans_b ? at(rb, g.b, add(n0, l8, sp), kq) : at(rb, g.b, add(kq, l8, sp), n0);
+      return evaluate(intrinsic("ldmatrix", {c(g.trans_b ? 0 : 1), c(4), make_load(b_reg, {mul(nj, c(8), sp)}, sp), addr},
+                                sp), sp);
+    });
+    Stmt mmas = unrolled("mi", MI, [&](const Expr& mi) {
+      return unrolled("ni", NI, [&](const Expr& ni) {
+        Expr slot = mul(add(mul(mi, c(NI), sp), ni, sp), c(4), sp);
+        return evaluate(intrinsic("mma_sync", {fragment_slot(rc.buffer, slot, sp),
+                                               make_load(a_reg, {mul(mi, c(8), sp)}, sp),
+                                               make_load(b_reg, {mul(ni, c(4), sp)}, sp)},
+                                  sp), sp);
+      });
+    });
+    return make_seq({load_a, load_b, mmas}, sp);
+  });
+  Stmt body = std::make_shared<AllocateNode>(a_reg, std::make_shared<AllocateNode>(b_reg, kloop, Attrs{}, sp),
+                                             Attrs{}, sp);
+  if (!clear) return body;
+  Stmt zero = unrolled("cz", MI * NI * 4, [&](const Expr& s) -> Stmt {
+    return std::make_shared<BufferStoreNode>(rc.buffer, cast(DataType::Float(32), c(0), sp), std::vector<Expr>{s}, sp);
+  });
+  return make_seq({zero, body}, sp);
+}
+
 // SIMT: every thread computes the elements of C it owns (C's layout decides which), reading
 // A and B from shared memory. Tensor-core instructions replace this as other instruction
 // choices with their own C layouts.
 Stmt lower_gemm_threads(const TileOpNode& op, ThreadContext& ctx) {
+  auto chosen = ctx.layouts.gemms.find(&op);
+  if (chosen != ctx.layouts.gemms.end() && chosen->second.kind == GemmInstruction::Kind::MmaSync)
+    return lower_gemm_mma(op, chosen->second, ctx);
   GemmShape g = gemm_shape(op);
   const BufferRegion &ra = op.regions[0], &rb = op.regions[1], &rc = op.regions[2];
   Span sp = op.span;

@@ -12,6 +12,12 @@ Stmt sync_threads(Span span) {
       std::make_shared<CallNode>(DataType::Void(), "sync_threads", std::vector<Expr>{}, span), span);
 }
 
+Expr fragment_slot(const Buffer& fragment, const Expr& slot, Span span) {
+  if (fragment->shape.size() < 2)
+    fail(ErrorKind::Internal, span, "internal: fragment_slot needs a fragment of rank >= 2 ('" + fragment->name + "')");
+  return std::make_shared<BufferLoadNode>(fragment->dtype, fragment, std::vector<Expr>{slot}, span);
+}
+
 Stmt ThreadContext::over_owned(const TilePartition& p, const std::function<Stmt(const std::vector<Expr>&)>& body,
                                Span span, const std::string& prefix) {
   TilePartition::Owned owned = p.owned_by(thread, prefix, span);

@@ -7,6 +7,7 @@
 
 #include "arith/analyzer.h"
 #include "ir/stmt.h"
+#include "layout/swizzle.h"
 #include "layout/tile_partition.h"
 #include "target/target.h"
 
@@ -14,20 +15,38 @@ namespace tl {
 
 using LayoutMap = std::unordered_map<const BufferNode*, TilePartition>;
 
+// How one T.gemm runs on threads: SIMT multiply-adds, or mma.sync m16n8k16 on a
+// warps_m x warps_n grid of warps (each warp owns a contiguous sub-tile of C).
+struct GemmInstruction {
+  enum class Kind { Simt, MmaSync };
+  Kind kind = Kind::Simt;
+  int64_t warps_m = 1, warps_n = 1;
+  std::string why_simt;  // what kept it off the tensor cores (for reports)
+};
+
+// What layout inference decides for one kernel.
+struct KernelLayouts {
+  LayoutMap fragments;  // every local.fragment buffer
+  // Shared buffers stored swizzled (the last dimension permuted in 16-byte chunks, see
+  // layout/swizzle.h); absent ones are row-major.
+  std::unordered_map<const BufferNode*, SwizzleMode> swizzled;
+  std::unordered_map<const TileOpNode*, GemmInstruction> gemms;
+};
+
 struct ThreadContext {
   const Target& target;
   arith::Analyzer& analyzer;
   Expr thread;          // the flat index of the executing thread in its block
   int64_t num_threads;
-  const LayoutMap& layouts;
+  const KernelLayouts& layouts;
   // Block-level scratch buffers (shared memory) a lowering allocates; the pass wraps the
   // lowered operator in their allocations.
   std::vector<Buffer> scratch;
 
   // The layout of a fragment buffer; null for other scopes.
   const TilePartition* layout_of(const Buffer& b) const {
-    auto it = layouts.find(b.get());
-    return it == layouts.end() ? nullptr : &it->second;
+    auto it = layouts.fragments.find(b.get());
+    return it == layouts.fragments.end() ? nullptr : &it->second;
   }
   // The default spread of a tile of this shape and dtype (for shared/global work).
   TilePartition default_partition(const std::vector<int64_t>& shape, DataType t) const {
@@ -45,6 +64,11 @@ struct ThreadContext {
   Stmt over_points(const std::string& op_name, const BufferRegion& driver, const std::vector<Expr>& space,
                    const std::function<Stmt(const std::vector<Expr>&)>& body, Span span);
 };
+
+// Slot `slot` of the executing thread's registers of a fragment of rank >= 2, for
+// lowerings that address registers directly (instruction operands): a load with one index
+// where the fragment has several, which fragment lowering turns into `F_local[slot]`.
+Expr fragment_slot(const Buffer& fragment, const Expr& slot, Span span);
 
 // A block-wide barrier (`__syncthreads()` on CUDA), for lowerings that exchange data
 // between threads through shared memory.

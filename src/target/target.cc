@@ -38,4 +38,12 @@ std::string Target::str() const {
   return kind;
 }
 
+int Target::arch_number() const {
+  size_t p = arch.find('_');
+  if (p == std::string::npos) return 0;
+  int n = 0;
+  for (size_t i = p + 1; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) n = n * 10 + (arch[i] - '0');
+  return n;
+}
+
 }  // namespace tl

@@ -14,6 +14,8 @@ struct Target {
   // CompileError(Unsupported) for a back end this build does not have.
   static Target parse(const std::string& s);
   std::string str() const;
+  // The compute capability of a CUDA arch ("sm_90a" -> 90); 0 when none is given.
+  int arch_number() const;
 };
 
 }  // namespace tl

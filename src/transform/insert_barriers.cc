@@ -132,12 +132,13 @@ std::vector<RegionUse> region_uses(const TileOpNode* n) {
 class AccessCollector : public IRVisitor {
  public:
   using IRVisitor::visit;
-  explicit AccessCollector(arith::Analyzer& analyzer) : analyzer_(analyzer) {}
+  AccessCollector(arith::Analyzer& analyzer, const std::unordered_set<const BufferNode*>& self_synchronised)
+      : analyzer_(analyzer), self_synchronised_(self_synchronised) {}
   AccessSet accesses;
 
  protected:
   void record(const Buffer& b, bool write, std::vector<Interval> region) {
-    if (!is_tracked(b)) return;
+    if (!is_tracked(b) || self_synchronised_.count(b.get())) return;
     const void* storage = b->data ? static_cast<const void*>(b->data.get()) : b.get();
     Access a{storage, b.get(), write, std::move(region)};
     merge(accesses, {a});
@@ -201,6 +202,7 @@ class AccessCollector : public IRVisitor {
 
  private:
   arith::Analyzer& analyzer_;
+  const std::unordered_set<const BufferNode*>& self_synchronised_;
 };
 
 // ---------------------------------------------------------------- uniformity
@@ -336,6 +338,17 @@ class BarrierPlanner {
     for (size_t d = 0; d < k->thread_vars.size() && d < k->threads.size(); ++d)
       analyzer_.bind(k->thread_vars[d].get(), 0, k->threads[d]);
     varying_.run(k);
+    // Buffers whose allocation says a software pipeline orders their accesses itself.
+    struct Pipelined : IRVisitor {
+      std::unordered_set<const BufferNode*>* out;
+      using IRVisitor::visit;
+      void visit_allocate(const AllocateNode* n) override {
+        if (n->attrs.count("pipelined")) out->insert(n->buffer.get());
+        IRVisitor::visit_allocate(n);
+      }
+    } p;
+    p.out = &self_synchronised_;
+    p.visit(k->body);
   }
 
   Stmt run(const Stmt& body) {
@@ -380,12 +393,12 @@ class BarrierPlanner {
   }
 
   AccessSet collect(const Stmt& s) {
-    AccessCollector c(analyzer_);
+    AccessCollector c(analyzer_, self_synchronised_);
     c.visit(s);
     return std::move(c.accesses);
   }
   AccessSet collect(const std::vector<Expr>& exprs) {
-    AccessCollector c(analyzer_);
+    AccessCollector c(analyzer_, self_synchronised_);
     for (auto& e : exprs) c.visit(e);
     return std::move(c.accesses);
   }
@@ -519,6 +532,7 @@ class BarrierPlanner {
   }
 
   arith::Analyzer analyzer_;
+  std::unordered_set<const BufferNode*> self_synchronised_;
   VaryingAnalysis varying_;
   std::vector<Event> events_;  // barriers placed so far, in order (compared by trials)
 };

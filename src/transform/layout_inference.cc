@@ -4,6 +4,7 @@
 
 #include "ir/error.h"
 #include "ir/functor.h"
+#include "op/gemm.h"
 
 namespace tl {
 namespace {
@@ -30,10 +31,14 @@ struct Decision {
 
 class LayoutInference : public IRVisitor {
  public:
-  explicit LayoutInference(const KernelNode& k) : threads_(k.num_threads()) {}
+  LayoutInference(const KernelNode& k, const Target& target) : threads_(k.num_threads()), target_(target) {}
 
-  LayoutMap run(const KernelNode& k) {
+  KernelLayouts run(const KernelNode& k) {
     visit(k.body);  // collects fragments, gives rank >= 2 ones their default
+    // Strict demands first: instruction layouts, which everything else then follows.
+    strict_ = true;
+    visit(k.body);
+    strict_ = false;
     derive_ = true;
     // Derivations from reductions, copies and loops, repeated until nothing changes (a
     // copy may come before the reduction that decides its source, e.g. in a loop).
@@ -42,12 +47,14 @@ class LayoutInference : public IRVisitor {
       visit(k.body);
       if (!changed_) break;
     }
-    LayoutMap out;
+    KernelLayouts out;
     for (auto& [buf, spec] : fragments_) {
       auto it = decided_.find(buf);
-      out.emplace(buf, it != decided_.end() ? it->second.layout
-                                            : TilePartition::grid(spec.shape, threads_, spec.elem_bytes));
+      out.fragments.emplace(buf, it != decided_.end() ? it->second.layout
+                                                      : TilePartition::grid(spec.shape, threads_, spec.elem_bytes));
     }
+    out.swizzled = std::move(swizzled_);
+    out.gemms = std::move(gemms_);
     return out;
   }
 
@@ -84,7 +91,27 @@ class LayoutInference : public IRVisitor {
     return it == decided_.end() ? nullptr : &it->second.layout;
   }
 
+  // T.gemm's instruction fixes the accumulator's layout and swizzles shared operands.
+  void gemm_demands(const TileOpNode* n) {
+    GemmInstruction ins = fragment_operands_ ? GemmInstruction{} : choose_gemm_instruction(*n, target_, threads_);
+    if (fragment_operands_) ins.why_simt = "the kernel passes a fragment operand to T.gemm (A from registers is not supported yet)";
+    gemms_[n] = ins;
+    if (ins.kind != GemmInstruction::Kind::MmaSync) return;
+    const Buffer& C = n->regions[2].buffer;
+    auto shape = constant_shape(C, n->span);
+    decide(C, TilePartition::mma_accumulator(shape[0], shape[1], ins.warps_m, ins.warps_n), n->span);
+    for (int k = 0; k < 2; ++k) {
+      const Buffer& b = n->regions[k].buffer;
+      const int64_t* cols = const_int(b->shape.back());
+      SwizzleMode mode = cols ? pick_swizzle_mode(*cols, b->dtype.bits) : SwizzleMode::None;
+      if (mode != SwizzleMode::None) swizzled_[b.get()] = mode;
+    }
+  }
+
   void visit_tile_op(const TileOpNode* n) override {
+    if (!derive_ && !strict_ && n->op == "gemm" && n->regions.size() == 3)
+      for (int k = 0; k < 2; ++k) fragment_operands_ = fragment_operands_ || n->regions[k].buffer->is_fragment();
+    if (strict_ && n->op == "gemm" && n->regions.size() == 3) gemm_demands(n);
     if (derive_ && n->op == "reduce" && n->regions.size() == 2) {
       const Buffer &src = n->regions[0].buffer, &dst = n->regions[1].buffer;
       const TilePartition* from = layout_of(src);
@@ -212,6 +239,10 @@ class LayoutInference : public IRVisitor {
     int elem_bytes;
   };
   int64_t threads_;
+  const Target& target_;
+  bool strict_ = false, fragment_operands_ = false;
+  std::unordered_map<const BufferNode*, SwizzleMode> swizzled_;
+  std::unordered_map<const TileOpNode*, GemmInstruction> gemms_;
   bool derive_ = false;
   bool changed_ = false;
   std::unordered_map<const BufferNode*, Spec> fragments_;
@@ -220,8 +251,8 @@ class LayoutInference : public IRVisitor {
 
 }  // namespace
 
-LayoutMap infer_layouts(const KernelNode& kernel) {
-  LayoutInference inference(kernel);
+KernelLayouts infer_layouts(const KernelNode& kernel, const Target& target) {
+  LayoutInference inference(kernel, target);
   return inference.run(kernel);
 }
 

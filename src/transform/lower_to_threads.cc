@@ -1,5 +1,6 @@
 #include "transform/lower_to_threads.h"
 
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -10,6 +11,7 @@
 #include "op/op.h"
 #include "op/region.h"
 #include "op/thread_context.h"
+#include "transform/apply_swizzles.h"
 #include "transform/layout_inference.h"
 
 namespace tl {
@@ -52,18 +54,23 @@ class FragmentToLocal : public IRMutator {
     locals_.emplace(b.get(), local);
     return local;
   }
+  // One index into a fragment of rank >= 2 is a register slot already (fragment_slot).
+  Expr slot_of(const Buffer& b, const std::vector<Expr>& indices) {
+    if (indices.size() == 1 && b->shape.size() >= 2) return indices[0];
+    return layouts_.at(b.get()).local_index(indices);
+  }
   Expr mutate_load(const Expr& e, const BufferLoadNode* n) override {
     Expr m = IRMutator::mutate_load(e, n);
     auto* l = as<BufferLoadNode>(m);
     if (!l->buffer->is_fragment()) return m;
-    Expr index = layouts_.at(l->buffer.get()).local_index(l->indices);
+    Expr index = slot_of(l->buffer, l->indices);
     return std::make_shared<BufferLoadNode>(l->dtype, local_of(l->buffer), std::vector<Expr>{index}, l->span);
   }
   Stmt mutate_store(const Stmt& s, const BufferStoreNode* n) override {
     Stmt m = IRMutator::mutate_store(s, n);
     auto* st = as<BufferStoreNode>(m);
     if (!st->buffer->is_fragment()) return m;
-    Expr index = layouts_.at(st->buffer.get()).local_index(st->indices);
+    Expr index = slot_of(st->buffer, st->indices);
     return std::make_shared<BufferStoreNode>(local_of(st->buffer), st->value, std::vector<Expr>{index}, st->span);
   }
   Stmt mutate_allocate(const Stmt& s, const AllocateNode* n) override {
@@ -85,7 +92,7 @@ class ThreadLowering : public IRMutator {
  protected:
   Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
     if (layouts_) fail(ErrorKind::Syntax, n->span, "T.Kernel blocks cannot be nested");
-    LayoutMap layouts = infer_layouts(*n);
+    KernelLayouts layouts = infer_layouts(*n, target_);
     layouts_ = &layouts;
     kernel_ = n;
     threads_ = n->num_threads();
@@ -99,7 +106,8 @@ class ThreadLowering : public IRMutator {
     for (size_t d = 0; d < n->block_vars.size(); ++d) bind_loop_var(az_, n->block_vars[d].get(), make_int(0), n->grid[d]);
     for (size_t d = 0; d < n->thread_vars.size(); ++d) az_.bind(n->thread_vars[d].get(), 0, n->threads[d]);
     Stmt body = mutate(n->body);
-    body = FragmentToLocal(layouts).mutate(body);
+    body = FragmentToLocal(layouts.fragments).mutate(body);
+    body = apply_swizzles(body, layouts.swizzled);
     for (auto& v : n->block_vars) az_.unbind(v.get());
     for (auto& v : n->thread_vars) az_.unbind(v.get());
     layouts_ = nullptr;
@@ -144,6 +152,42 @@ class ThreadLowering : public IRMutator {
                target_.kind + " each thread holds only part of a fragment",
            "read fragments inside `for ... in T.Parallel(...)`, or reduce them into a shared buffer");
     return IRMutator::mutate_load(e, n);
+  }
+
+  // Inside `if x + c < e` (or <=, and conjunctions of them) x is known to be smaller, so
+  // the lowerings below can drop bounds guards the condition already implies.
+  Stmt mutate_if(const Stmt& s, const IfThenElseNode* n) override {
+    std::vector<std::pair<const VarNode*, arith::ConstIntBound>> saved;
+    std::function<void(const Expr&)> learn = [&](const Expr& cond) {
+      auto* b = as<BinaryNode>(cond);
+      if (!b) return;
+      if (b->op == BinaryOp::And) {
+        learn(b->a);
+        learn(b->b);
+        return;
+      }
+      if (b->op != BinaryOp::LT && b->op != BinaryOp::LE) return;
+      Expr lhs = b->a;
+      int64_t offset = 0;
+      if (auto* add_node = as<BinaryNode>(lhs); add_node && add_node->op == BinaryOp::Add)
+        if (const int64_t* k = const_int(add_node->b)) {
+          offset = *k;
+          lhs = add_node->a;
+        }
+      auto* v = as<VarNode>(lhs);
+      if (!v || !v->dtype.is_integer()) return;
+      arith::ConstIntBound old = az_.const_int_bound(lhs), rhs = az_.const_int_bound(b->b);
+      if (rhs.max == arith::ConstIntBound::kPosInf) return;
+      int64_t limit = rhs.max - offset - (b->op == BinaryOp::LT ? 1 : 0);
+      if (limit >= old.max) return;
+      saved.push_back({v, old});
+      az_.bind(v, arith::ConstIntBound{old.min, limit});
+    };
+    learn(az_.simplify(n->cond));
+    Stmt then_case = mutate(n->then_case);
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) az_.bind(it->first, it->second);
+    Stmt else_case = n->else_case ? mutate(n->else_case) : nullptr;
+    return std::make_shared<IfThenElseNode>(mutate(n->cond), then_case, else_case, n->span);
   }
 
   Stmt mutate_for(const Stmt& s, const ForNode* n) override {
@@ -205,7 +249,7 @@ class ThreadLowering : public IRMutator {
       if (a.indices.size() != vars.size()) continue;
       bool identity = true;
       for (size_t k = 0; k < vars.size(); ++k) identity = identity && a.indices[k] == Expr(vars[k]);
-      const TilePartition& l = layouts_->at(a.buffer.get());
+      const TilePartition& l = layouts_->fragments.at(a.buffer.get());
       if (identity && l.shape() == extents) {
         driver = &l;
         driver_name = a.buffer->name;
@@ -265,7 +309,7 @@ class ThreadLowering : public IRMutator {
                  "index fragments by the loop variables (and constants) only");
           }
           if (!inside) continue;
-          const TilePartition& held = layouts_->at(a.buffer.get());
+          const TilePartition& held = layouts_->fragments.at(a.buffer.get());
           bool ok = false;
           for (int64_t r = 0; r < held.replicas() && !ok; ++r) ok = held.thread_of(idx, r) == t;
           if (!ok)
@@ -282,7 +326,7 @@ class ThreadLowering : public IRMutator {
 
   const Target& target_;
   arith::Analyzer az_;
-  const LayoutMap* layouts_ = nullptr;
+  const KernelLayouts* layouts_ = nullptr;
   const KernelNode* kernel_ = nullptr;
   Expr thread_;
   int64_t threads_ = 1;

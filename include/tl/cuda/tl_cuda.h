@@ -379,6 +379,60 @@ TL_DEVICE void cp_async_wait() {
 #endif
 }
 
+// ------------------------------------------------------------------ tensor cores
+
+// ldmatrix.x4: four 8x8 matrices of 16-bit elements from shared memory; lane l gives the
+// address of row l % 8 of matrix l / 8 (16 bytes, aligned). Register m of lane l receives
+// row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 of matrix m (transposed with kTrans).
+template <bool kTrans>
+TL_DEVICE void ldmatrix_x4(void* regs, const void* smem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+  unsigned int addr = static_cast<unsigned int>(__cvta_generic_to_shared(smem));
+  unsigned int* r = static_cast<unsigned int*>(regs);
+  if constexpr (kTrans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+  }
+#else
+  __trap();
+#endif
+}
+
+// D = A * B + D for one 16x8x16 step: c[0..3] are the accumulators c0..c3, a[0..7] and
+// b[0..3] the operand registers in the order of the PTX ISA's fragments.
+TL_DEVICE void mma_m16n8k16(float* c, const __nv_bfloat16* a, const __nv_bfloat16* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned int* A = reinterpret_cast<const unsigned int*>(a);
+  const unsigned int* B = reinterpret_cast<const unsigned int*>(b);
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]));
+#else
+  __trap();
+#endif
+}
+
+TL_DEVICE void mma_m16n8k16(float* c, const __half* a, const __half* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned int* A = reinterpret_cast<const unsigned int*>(a);
+  const unsigned int* B = reinterpret_cast<const unsigned int*>(b);
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]));
+#else
+  __trap();
+#endif
+}
+
 // ------------------------------------------------------------------ printing
 
 // The IR prints bools as Python does.

@@ -623,7 +623,7 @@ class CodeGenCUDA : public Emitter {
 
   static bool is_statement_call(const std::string& op) {
     return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
-           op == "cp_async_wait";
+           op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync";
   }
 
   Code emit_call(const CallNode* n) override {
@@ -636,6 +636,10 @@ class CodeGenCUDA : public Emitter {
       fail(ErrorKind::Internal, sp, "internal: T." + op + " is used as a value", "call it as a statement");
     if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min") return emit_atomic(n);
     if (op == "shfl_xor") return emit_shfl_xor(n);
+    if (op == "bitwise_xor") {
+      if (n->args.size() != 2) fail(ErrorKind::Internal, sp, "internal: bitwise_xor takes two integers");
+      return {"(" + convert(n->args[0], n->dtype).text + " ^ " + convert(n->args[1], n->dtype).text + ")"};
+    }
     return emit_intrinsic(n);
   }
 
@@ -837,6 +841,29 @@ class CodeGenCUDA : public Emitter {
              "internal: cp_async takes (shared element, global element, bytes)");
       line("tl::cp_async<" + std::to_string(bytes) + ">(&" + element(dst->buffer, dst->indices, dst->span) +
            ", &" + element(src->buffer, src->indices, src->span) + ");");
+      return;
+    }
+    if (op == "ldmatrix") {
+      // ldmatrix(trans, count, registers, shared element): count 8x8 matrices of 16-bit values.
+      require_arch(75, call->span, "ldmatrix");
+      int64_t trans = const_arg(call, 0, "transpose flag"), count = const_arg(call, 1, "matrix count");
+      auto* dst = call->args.size() == 4 ? as<BufferLoadNode>(call->args[2]) : nullptr;
+      auto* src = call->args.size() == 4 ? as<BufferLoadNode>(call->args[3]) : nullptr;
+      if (!dst || !src || !src->buffer->is_shared() || count != 4)
+        fail(ErrorKind::Internal, call->span, "internal: ldmatrix takes (trans, 4, register element, shared element)");
+      line(std::string("tl::ldmatrix_x4<") + (trans ? "true" : "false") + ">(&" +
+           element(dst->buffer, dst->indices, dst->span) + ", &" + element(src->buffer, src->indices, src->span) + ");");
+      return;
+    }
+    if (op == "mma_sync") {
+      // mma_sync(c element, a element, b element): one m16n8k16 step on four accumulators.
+      require_arch(80, call->span, "mma.sync m16n8k16");
+      auto* c = call->args.size() == 3 ? as<BufferLoadNode>(call->args[0]) : nullptr;
+      auto* a = call->args.size() == 3 ? as<BufferLoadNode>(call->args[1]) : nullptr;
+      auto* b = call->args.size() == 3 ? as<BufferLoadNode>(call->args[2]) : nullptr;
+      if (!c || !a || !b) fail(ErrorKind::Internal, call->span, "internal: mma_sync takes (c, a, b) elements");
+      line("tl::mma_m16n8k16(&" + element(c->buffer, c->indices, c->span) + ", &" +
+           element(a->buffer, a->indices, a->span) + ", &" + element(b->buffer, b->indices, b->span) + ");");
       return;
     }
     if (op == "cp_async_commit") {

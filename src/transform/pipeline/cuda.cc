@@ -3,6 +3,7 @@
 #include "transform/pipeline/cuda.h"
 
 #include "transform/check_tile_ops.h"
+#include "transform/inject_software_pipeline.h"
 #include "transform/insert_barriers.h"
 #include "transform/legalize_safe_memory_access.h"
 #include "transform/lower_to_threads.h"
@@ -15,6 +16,8 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
   std::vector<Pass> passes = {
       {"check_tile_ops", check_tile_ops},
       {"legalize_safe_memory_access", legalize_safe_memory_access},
+      // T.Pipelined: copies run ahead into multi-buffered shared memory (cp.async).
+      {"inject_software_pipeline", [&](const PrimFunc& g) { return inject_software_pipeline(g, target); }},
       // Barriers are placed at tile level, where every statement is one block-wide step.
       {"insert_barriers", insert_barriers},
       // Layouts, then each thread's share of every tile operator and T.Parallel loop.

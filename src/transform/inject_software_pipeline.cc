@@ -1,0 +1,285 @@
+#include "transform/inject_software_pipeline.h"
+
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "ir/error.h"
+#include "ir/functor.h"
+#include "ir/op.h"
+#include "transform/pass.h"
+
+namespace tl {
+namespace {
+
+Expr c(int64_t v) { return make_int(v); }
+
+Stmt call_stmt(const std::string& op, std::vector<Expr> args, Span sp) {
+  return std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), op, std::move(args), sp), sp);
+}
+
+std::vector<Stmt> flatten_seq(const Stmt& s) {
+  if (auto* seq = as<SeqStmtNode>(s)) return seq->seq;
+  return {s};
+}
+
+// For every buffer: the innermost T.Pipelined loop around each of its accesses (null
+// outside any), and which buffers statements write.
+struct BufferUses {
+  std::unordered_map<const BufferNode*, std::unordered_set<const ForNode*>> loops;
+};
+
+class UseCollector : public IRVisitor {
+ public:
+  BufferUses uses;
+  using IRVisitor::visit;
+
+ protected:
+  void note(const Buffer& b) { uses.loops[b.get()].insert(stack_.empty() ? nullptr : stack_.back()); }
+  void visit_for(const ForNode* n) override {
+    bool pipelined = n->for_kind == ForKind::Pipelined;
+    if (pipelined) stack_.push_back(n);
+    IRVisitor::visit_for(n);
+    if (pipelined) stack_.pop_back();
+  }
+  void visit_load(const BufferLoadNode* n) override {
+    note(n->buffer);
+    IRVisitor::visit_load(n);
+  }
+  void visit_store(const BufferStoreNode* n) override {
+    note(n->buffer);
+    IRVisitor::visit_store(n);
+  }
+  void visit_tile_op(const TileOpNode* n) override {
+    for (auto& r : n->regions) note(r.buffer);
+    IRVisitor::visit_tile_op(n);
+  }
+
+ private:
+  std::vector<const ForNode*> stack_;
+};
+
+// Buffers a statement writes (stores, tile-operator destinations, atomics).
+std::unordered_set<const BufferNode*> written_by(const Stmt& s) {
+  std::unordered_set<const BufferNode*> out;
+  struct W : IRVisitor {
+    std::unordered_set<const BufferNode*>* out;
+    using IRVisitor::visit;
+    void visit_store(const BufferStoreNode* n) override {
+      out->insert(n->buffer.get());
+      IRVisitor::visit_store(n);
+    }
+    void visit_tile_op(const TileOpNode* n) override {
+      // Every region but a copy's or gemm's inputs may be written.
+      for (size_t i = 0; i < n->regions.size(); ++i) {
+        bool input = (n->op == "copy" && i == 0) || (n->op == "gemm" && i < 2) || (n->op == "reduce" && i == 0);
+        if (!input) out->insert(n->regions[i].buffer.get());
+      }
+      IRVisitor::visit_tile_op(n);
+    }
+    void visit_call(const CallNode* n) override {
+      if (n->op.rfind("atomic_", 0) == 0 && !n->args.empty())
+        if (auto* l = as<BufferLoadNode>(n->args[0])) out->insert(l->buffer.get());
+      IRVisitor::visit_call(n);
+    }
+  } w;
+  w.out = &out;
+  w.visit(s);
+  return out;
+}
+
+// Whether e reads memory or a variable bound inside the loop body.
+bool loop_invariant_but_for(const Expr& e, const std::unordered_set<const VarNode*>& inner_vars) {
+  bool ok = true;
+  for_each_expr(std::make_shared<EvaluateNode>(e), [&](const ExprNode* n) {
+    if (dynamic_cast<const BufferLoadNode*>(n)) ok = false;
+    if (auto* v = dynamic_cast<const VarNode*>(n)) ok = ok && !inner_vars.count(v);
+  });
+  return ok;
+}
+
+std::unordered_set<const VarNode*> vars_bound_in(const Stmt& s) {
+  std::unordered_set<const VarNode*> out;
+  struct B : IRVisitor {
+    std::unordered_set<const VarNode*>* out;
+    using IRVisitor::visit;
+    void visit_for(const ForNode* n) override {
+      out->insert(n->var.get());
+      IRVisitor::visit_for(n);
+    }
+    void visit_let(const LetStmtNode* n) override {
+      out->insert(n->var.get());
+      IRVisitor::visit_let(n);
+    }
+  } b;
+  b.out = &out;
+  b.visit(s);
+  return out;
+}
+
+// Accesses to the multi-buffered buffers gain the stage slot as a leading index.
+class AddStage : public IRMutator {
+ public:
+  AddStage(const std::unordered_map<const BufferNode*, Buffer>& staged, Expr slot) : staged_(staged), slot_(slot) {}
+
+ protected:
+  Expr mutate_load(const Expr& e, const BufferLoadNode* n) override {
+    Expr m = IRMutator::mutate_load(e, n);
+    auto* l = as<BufferLoadNode>(m);
+    auto it = staged_.find(l->buffer.get());
+    if (it == staged_.end()) return m;
+    std::vector<Expr> idx = {slot_};
+    idx.insert(idx.end(), l->indices.begin(), l->indices.end());
+    return std::make_shared<BufferLoadNode>(l->dtype, it->second, idx, l->span);
+  }
+  Stmt mutate_store(const Stmt& s, const BufferStoreNode* n) override {
+    Stmt m = IRMutator::mutate_store(s, n);
+    auto* st = as<BufferStoreNode>(m);
+    auto it = staged_.find(st->buffer.get());
+    if (it == staged_.end()) return m;
+    std::vector<Expr> idx = {slot_};
+    idx.insert(idx.end(), st->indices.begin(), st->indices.end());
+    return std::make_shared<BufferStoreNode>(it->second, st->value, idx, st->span);
+  }
+  Stmt mutate_tile_op(const Stmt& s, const TileOpNode* n) override {
+    Stmt m = IRMutator::mutate_tile_op(s, n);
+    auto* t = as<TileOpNode>(m);
+    std::vector<BufferRegion> regions = t->regions;
+    bool changed = false;
+    for (auto& r : regions) {
+      auto it = staged_.find(r.buffer.get());
+      if (it == staged_.end()) continue;
+      r.buffer = it->second;
+      r.ranges.insert(r.ranges.begin(), Range{slot_, c(1)});
+      changed = true;
+    }
+    if (!changed) return m;
+    return std::make_shared<TileOpNode>(t->op, regions, t->args, t->attrs, t->span);
+  }
+
+ private:
+  const std::unordered_map<const BufferNode*, Buffer>& staged_;
+  Expr slot_;
+};
+
+class SoftwarePipeline : public IRMutator {
+ public:
+  SoftwarePipeline(const Target& target, BufferUses uses) : target_(target), uses_(std::move(uses)) {}
+
+ protected:
+  Stmt mutate_allocate(const Stmt& s, const AllocateNode* n) override {
+    Stmt body = mutate(n->body);
+    auto it = staged_.find(n->buffer.get());
+    if (it == staged_.end()) return body == n->body ? s : std::make_shared<AllocateNode>(n->buffer, body, n->attrs, n->span);
+    Attrs attrs = n->attrs;
+    attrs["pipelined"] = int64_t(1);
+    return std::make_shared<AllocateNode>(it->second, body, attrs, n->span);
+  }
+
+  Stmt mutate_for(const Stmt& s, const ForNode* n) override {
+    Stmt body = mutate(n->body);
+    if (n->for_kind != ForKind::Pipelined) return body == n->body ? s : with_loop_body(n, body, n->for_kind, n->attrs);
+    int64_t stages = 1;
+    auto st = n->attrs.find("num_stages");
+    if (st != n->attrs.end() && std::holds_alternative<int64_t>(st->second)) stages = std::get<int64_t>(st->second);
+    Stmt out = stages >= 2 && target_.arch_number() >= 80 ? pipeline(n, body, stages) : nullptr;
+    return out ? out : with_loop_body(n, body, ForKind::Serial, {});
+  }
+
+ private:
+  static Stmt with_loop_body(const ForNode* n, Stmt body, ForKind kind, Attrs attrs) {
+    return std::make_shared<ForNode>(n->var, n->min, n->extent, kind, std::move(body), std::move(attrs), n->span);
+  }
+
+  // The schedule above, or null when the loop has no producer.
+  Stmt pipeline(const ForNode* loop, const Stmt& body, int64_t S) {
+    Span sp = loop->span;
+    std::vector<Stmt> stmts = flatten_seq(body);
+    auto inner_vars = vars_bound_in(body);
+    std::vector<std::unordered_set<const BufferNode*>> writes;
+    for (auto& x : stmts) writes.push_back(written_by(x));
+    std::vector<bool> is_producer(stmts.size(), false);
+    std::unordered_map<const BufferNode*, Buffer> staged;
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      auto* op = as<TileOpNode>(stmts[i]);
+      if (!op || op->op != "copy" || op->regions.size() != 2) continue;
+      const Buffer &src = op->regions[0].buffer, &dst = op->regions[1].buffer;
+      if (!src->is_global() || !dst->is_shared() || staged.count(dst.get())) continue;
+      auto u = uses_.loops.find(dst.get());
+      if (u == uses_.loops.end() || u->second.size() != 1 || !u->second.count(loop)) continue;
+      bool ok = true;
+      for (size_t j = 0; j < stmts.size() && ok; ++j)
+        if (j != i) ok = !writes[j].count(dst.get()) && !writes[j].count(src.get());
+      for (auto& r : op->regions)
+        for (auto& rg : r.ranges)
+          ok = ok && loop_invariant_but_for(rg.min, inner_vars) && loop_invariant_but_for(rg.extent, inner_vars);
+      if (!ok) continue;
+      std::vector<Expr> shape = {c(S)};
+      shape.insert(shape.end(), dst->shape.begin(), dst->shape.end());
+      staged[dst.get()] = make_buffer(dst->name, dst->dtype, shape, dst->scope, dst->span);
+      is_producer[i] = true;
+    }
+    if (staged.empty()) return nullptr;
+    for (auto& [old, fresh] : staged) staged_[old] = fresh;
+
+    // Producers of iteration j (an expression) into slot `slot`, marked async.
+    auto producers = [&](const Expr& j, const Expr& slot) {
+      std::vector<Stmt> out;
+      Expr k = add(loop->min, j, sp);
+      for (size_t i = 0; i < stmts.size(); ++i) {
+        if (!is_producer[i]) continue;
+        auto* op = as<TileOpNode>(stmts[i]);
+        Attrs attrs = op->attrs;
+        attrs["async"] = int64_t(1);
+        Stmt p = std::make_shared<TileOpNode>(op->op, op->regions, op->args, attrs, op->span);
+        p = substitute(p, {{loop->var.get(), k}});
+        out.push_back(AddStage(staged, slot).mutate(p));
+      }
+      return make_seq(out, sp);
+    };
+    auto guarded = [&](const Expr& cond, Stmt s) -> Stmt {
+      return std::make_shared<IfThenElseNode>(cond, std::move(s), nullptr, sp);
+    };
+    Stmt commit = call_stmt("cp_async_commit", {}, sp);
+    const Expr& n = loop->extent;
+
+    // Earlier uses of the buffers (an enclosing loop's last iteration) end first.
+    std::vector<Stmt> out = {call_stmt("sync_threads", {}, sp)};
+    for (int64_t s = 0; s + 1 < S; ++s) {
+      out.push_back(guarded(lt(c(s), n, sp), producers(c(s), c(s))));
+      out.push_back(commit);
+    }
+    Expr i = sub(loop->var, loop->min, sp);
+    Expr ahead = add(i, c(S - 1), sp);
+    std::vector<Stmt> iter = {call_stmt("cp_async_wait", {c(S - 2)}, sp), call_stmt("sync_threads", {}, sp),
+                              guarded(lt(ahead, n, sp), producers(ahead, floormod(ahead, c(S), sp))), commit};
+    std::vector<Stmt> consumers;
+    for (size_t k = 0; k < stmts.size(); ++k)
+      if (!is_producer[k] && !is_barrier(stmts[k])) consumers.push_back(stmts[k]);
+    iter.push_back(AddStage(staged, floormod(i, c(S), sp)).mutate(make_seq(consumers, sp)));
+    out.push_back(with_loop_body(loop, make_seq(iter, sp), ForKind::Serial, {}));
+    return make_seq(out, sp);
+  }
+
+  static bool is_barrier(const Stmt& s) {
+    auto* ev = as<EvaluateNode>(s);
+    auto* call = ev ? as<CallNode>(ev->value) : nullptr;
+    return call && call->op == "sync_threads";
+  }
+
+  const Target& target_;
+  BufferUses uses_;
+  std::unordered_map<const BufferNode*, Buffer> staged_;
+};
+
+}  // namespace
+
+PrimFunc inject_software_pipeline(const PrimFunc& f, const Target& target) {
+  UseCollector uses;
+  uses.visit(f->body);
+  SoftwarePipeline pass(target, std::move(uses.uses));
+  Stmt body = pass.mutate(f->body);
+  return body == f->body ? f : with_body(f, body);
+}
+
+}  // namespace tl
