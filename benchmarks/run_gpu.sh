@@ -27,7 +27,7 @@ else
   echo "== C++ tests: skipped (no GoogleTest on this machine)"
 fi
 echo "== Python suite on cuda"
-TILELANG_TEST_TARGETS=cuda timeout 900 $PY -m pytest -q -p no:cacheprovider tests/python \
+TILELANG_RANDOM_CASES=${TILELANG_RANDOM_CASES:-16} TILELANG_TEST_TARGETS=cuda timeout 900 $PY -m pytest -q -p no:cacheprovider tests/python \
   > "$LOGS/pytest_cuda.log" 2>&1; tail -3 "$LOGS/pytest_cuda.log"
 grep -E "^(FAILED|ERROR)" "$LOGS/pytest_cuda.log" | head -40
 echo "== example (make run's kernel, target auto)"
