@@ -24,7 +24,8 @@ system-deps:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" ninja numpy ml_dtypes pytest
+	$(VPY) -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" ninja numpy ml_dtypes pytest \
+	  nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
 	touch $@
 
 build: system-deps $(STAMP)

@@ -252,7 +252,8 @@ bool whole_last_two_dims(const Operand& x) {
 
 }  // namespace
 
-GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& target, int64_t threads) {
+GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& target, int64_t threads,
+                                        bool full_row) {
   GemmInstruction ins;
   auto simt = [&](const std::string& why) {
     ins.why_simt = why;
@@ -266,23 +267,29 @@ GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& targ
   if (!half_in || B->dtype != A->dtype || C->dtype != DataType::Float(32))
     return simt("tensor cores take float16/bfloat16 inputs into a float32 accumulator here (got " + A->dtype.str() +
                 " x " + B->dtype.str() + " -> " + C->dtype.str() + ")");
-  if (!A->is_shared() || !B->is_shared()) return simt("A and B must be in shared memory");
+  if (!B->is_shared()) return simt("B must be in shared memory");
+  if (!A->is_shared() && !A->is_fragment()) return simt("A must be in shared memory or a fragment");
   if (!C->is_fragment() || C->shape.size() != 2) return simt("C must be a 2-D fragment");
   GemmShape g = gemm_shape(op);
   if (!whole_last_two_dims(g.a) || !whole_last_two_dims(g.b))
     return simt("A and B must be whole tiles (their buffers' last two dimensions)");
+  if (A->is_fragment()) {
+    if (A->shape.size() != 2 || g.trans_a) return simt("a register A operand must be a 2-D M x K fragment");
+    full_row = true;
+  }
   const int64_t *m = const_int(g.m), *n = const_int(g.n), *k = const_int(g.k);
   if (!m || !n || !k) return simt("M, N and K must be constants");
   if (threads % 32 != 0) return simt("the block's thread count is not a multiple of 32");
   int64_t warps = threads / 32;
   if (*k % 16 != 0) return simt("K (" + std::to_string(*k) + ") is not a multiple of 16");
-  int64_t policy = attr_int(op, "policy", 0);
+  int64_t policy = full_row ? 1 : attr_int(op, "policy", 0);
   int64_t best_m = 0;
   double best_score = 0;
   for (int64_t wm = 1; wm <= warps; ++wm) {
     if (warps % wm != 0) continue;
     int64_t wn = warps / wm;
     if (*m % (16 * wm) != 0 || *n % (16 * wn) != 0) continue;
+    if (full_row && wn != 1) continue;
     double tm = double(*m / wm), tn = double(*n / wn);
     double score = policy == 1 ? double(wm) : policy == 2 ? double(wn) : -std::max(tm / tn, tn / tm);
     if (!best_m || score > best_score) {
@@ -325,6 +332,15 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
   Expr q_lo = floormod(q, c(2), sp), q_hi = floordiv(q, c(2), sp);
   DataType in_t = ra.buffer->dtype;
   Buffer a_reg = make_buffer(rc.buffer->name + "_a", in_t, {c(MI * 8)}, scope::kLocal, sp);
+  // A held in registers has the accumulator layout of an M x K product on the same warps
+  // (layout inference demands it): the eight values of atom (mi, kk) are the four of
+  // columns 16 kk .. 16 kk + 7 followed by the four of the next 8 columns, in order.
+  bool a_in_registers = ra.buffer->is_fragment();
+  auto a_operand = [&](const Expr& mi, const Expr& kk) -> Expr {
+    if (!a_in_registers) return make_load(a_reg, {mul(mi, c(8), sp)}, sp);
+    Expr slot = mul(add(mul(mi, c(K / 8), sp), mul(kk, c(2), sp), sp), c(4), sp);
+    return fragment_slot(ra.buffer, slot, sp);
+  };
   Buffer b_reg = make_buffer(rc.buffer->name + "_b", in_t, {c(NI * 4)}, scope::kLocal, sp);
   bool clear = attr_int(op, "clear_accum", 0) != 0;
   auto unrolled = [&](const std::string& name, int64_t n, const std::function<Stmt(const Expr&)>& body) {
@@ -343,7 +359,7 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
     // A (M x K): matrix q of ldmatrix.x4 is the 8 x 8 block (8 (q % 2), 8 (q / 2)) of the
     // 16 x 16 tile, so the registers come out in the order of mma's a0..a7. Stored K x M,
     // the same blocks are read transposed.
-    Stmt load_a = unrolled("mi", MI, [&](const Expr& mi) {
+    Stmt load_a = a_in_registers ? Stmt(nullptr) : unrolled("mi", MI, [&](const Expr& mi) {
       Expr m0 = add(row0, mul(mi, c(16), sp), sp);
       Expr addr = g.trans_a ? at(ra, g.a, add(add(k0, mul(q_hi, c(8), sp), sp), l8, sp),
                                  add(m0, mul(q_lo, c(8), sp), sp))
@@ -365,15 +381,15 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
       return unrolled("ni", NI, [&](const Expr& ni) {
         Expr slot = mul(add(mul(mi, c(NI), sp), ni, sp), c(4), sp);
         return evaluate(intrinsic("mma_sync", {fragment_slot(rc.buffer, slot, sp),
-                                               make_load(a_reg, {mul(mi, c(8), sp)}, sp),
+                                               a_operand(mi, kk),
                                                make_load(b_reg, {mul(ni, c(4), sp)}, sp)},
                                   sp), sp);
       });
     });
     return make_seq({load_a, load_b, mmas}, sp);
   });
-  Stmt body = std::make_shared<AllocateNode>(a_reg, std::make_shared<AllocateNode>(b_reg, kloop, Attrs{}, sp),
-                                             Attrs{}, sp);
+  Stmt body = std::make_shared<AllocateNode>(b_reg, kloop, Attrs{}, sp);
+  if (!a_in_registers) body = std::make_shared<AllocateNode>(a_reg, body, Attrs{}, sp);
   if (!clear) return body;
   Stmt zero = unrolled("cz", MI * NI * 4, [&](const Expr& s) -> Stmt {
     return std::make_shared<BufferStoreNode>(rc.buffer, cast(DataType::Float(32), c(0), sp), std::vector<Expr>{s}, sp);

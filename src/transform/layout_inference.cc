@@ -1,6 +1,7 @@
 #include "transform/layout_inference.h"
 
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/error.h"
 #include "ir/functor.h"
@@ -36,6 +37,7 @@ class LayoutInference : public IRVisitor {
   KernelLayouts run(const KernelNode& k) {
     visit(k.body);  // collects fragments, gives rank >= 2 ones their default
     // Strict demands first: instruction layouts, which everything else then follows.
+    choose_instructions();
     strict_ = true;
     visit(k.body);
     strict_ = false;
@@ -91,26 +93,64 @@ class LayoutInference : public IRVisitor {
     return it == decided_.end() ? nullptr : &it->second.layout;
   }
 
-  // T.gemm's instruction fixes the accumulator's layout and swizzles shared operands.
+  // T.gemm's instruction fixes the accumulator's layout (and a register A operand's) and
+  // swizzles shared operands.
   void gemm_demands(const TileOpNode* n) {
-    GemmInstruction ins = fragment_operands_ ? GemmInstruction{} : choose_gemm_instruction(*n, target_, threads_);
-    if (fragment_operands_) ins.why_simt = "the kernel passes a fragment operand to T.gemm (A from registers is not supported yet)";
-    gemms_[n] = ins;
+    const GemmInstruction& ins = gemms_.at(n);
     if (ins.kind != GemmInstruction::Kind::MmaSync) return;
     const Buffer& C = n->regions[2].buffer;
     auto shape = constant_shape(C, n->span);
     decide(C, TilePartition::mma_accumulator(shape[0], shape[1], ins.warps_m, ins.warps_n), n->span);
     for (int k = 0; k < 2; ++k) {
       const Buffer& b = n->regions[k].buffer;
+      if (b->is_fragment()) {
+        // A in registers is the accumulator layout of an M x K product on the same warps.
+        auto a_shape = constant_shape(b, n->span);
+        decide(b, TilePartition::mma_accumulator(a_shape[0], a_shape[1], ins.warps_m, 1), n->span);
+        continue;
+      }
       const int64_t* cols = const_int(b->shape.back());
       SwizzleMode mode = cols ? pick_swizzle_mode(*cols, b->dtype.bits) : SwizzleMode::None;
       if (mode != SwizzleMode::None) swizzled_[b.get()] = mode;
     }
   }
 
+  // Chooses every T.gemm's instruction. A fragment feeding a gemm's A operand must hold
+  // whole rows per warp, and so must every accumulator it is copied from: those gemms run
+  // with all warps along M. When any gemm that shares fragments this way cannot use the
+  // tensor cores, all gemms of the kernel take the SIMT path, whose layouts always agree.
+  void choose_instructions() {
+    std::unordered_set<const BufferNode*> row_owned;
+    for (auto* g : gemm_ops_)
+      if (g->regions[0].buffer->is_fragment()) row_owned.insert(g->regions[0].buffer.get());
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (auto& [src, dst] : fragment_copies_)
+        if (row_owned.count(dst) && row_owned.insert(src).second) grew = true;
+    }
+    bool all_simt = false;
+    for (auto* g : gemm_ops_) {
+      bool full_row = row_owned.count(g->regions[2].buffer.get()) > 0;
+      GemmInstruction ins = choose_gemm_instruction(*g, target_, threads_, full_row);
+      bool shares = full_row || g->regions[0].buffer->is_fragment() || g->regions[1].buffer->is_fragment();
+      if (shares && ins.kind != GemmInstruction::Kind::MmaSync) all_simt = true;
+      gemms_[g] = ins;
+    }
+    if (!all_simt) return;
+    for (auto& [g, ins] : gemms_) {
+      if (ins.kind == GemmInstruction::Kind::Simt) continue;
+      ins = GemmInstruction{};
+      ins.why_simt = "another T.gemm of this kernel shares fragments with it and runs on the SIMT path";
+    }
+  }
+
   void visit_tile_op(const TileOpNode* n) override {
-    if (!derive_ && !strict_ && n->op == "gemm" && n->regions.size() == 3)
-      for (int k = 0; k < 2; ++k) fragment_operands_ = fragment_operands_ || n->regions[k].buffer->is_fragment();
+    if (!derive_ && !strict_) {
+      if (n->op == "gemm" && n->regions.size() == 3) gemm_ops_.push_back(n);
+      if (n->op == "copy" && n->regions.size() == 2 && n->regions[0].buffer->is_fragment() &&
+          n->regions[1].buffer->is_fragment())
+        fragment_copies_.push_back({n->regions[0].buffer.get(), n->regions[1].buffer.get()});
+    }
     if (strict_ && n->op == "gemm" && n->regions.size() == 3) gemm_demands(n);
     if (derive_ && n->op == "reduce" && n->regions.size() == 2) {
       const Buffer &src = n->regions[0].buffer, &dst = n->regions[1].buffer;
@@ -240,7 +280,9 @@ class LayoutInference : public IRVisitor {
   };
   int64_t threads_;
   const Target& target_;
-  bool strict_ = false, fragment_operands_ = false;
+  bool strict_ = false;
+  std::vector<const TileOpNode*> gemm_ops_;
+  std::vector<std::pair<const BufferNode*, const BufferNode*>> fragment_copies_;  // (src, dst)
   std::unordered_map<const BufferNode*, SwizzleMode> swizzled_;
   std::unordered_map<const TileOpNode*, GemmInstruction> gemms_;
   bool derive_ = false;

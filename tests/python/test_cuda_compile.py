@@ -22,6 +22,11 @@ CASES = {
     "elementwise_guarded": lambda: add_broadcast_guarded(1000, 300),
     "elementwise_tiled_fp16": lambda: add_broadcast_tiled(1000, 300, dtype="float16"),
     "gemm_fp16": lambda: matmul(256, 256, 128, in_dtype="float16", out_dtype="float16"),
+    "gemm_bf16_mma_3_stages": lambda: matmul(512, 512, 256, 128, 128, 32, in_dtype="bfloat16", num_stages=3),
+    "gemm_fp16_mma_transposed_4_stages": lambda: matmul(256, 256, 256, 64, 128, 64, in_dtype="float16",
+                                                        transpose_A=True, transpose_B=True, num_stages=4,
+                                                        threads=256),
+    "flash_attention_mma_pipelined": lambda: flash_attention_fwd(1, 2, 256, 128, False, num_stages=2),
     "gemm_bf16_ragged": lambda: matmul(200, 136, 72, in_dtype="bfloat16"),
     "gemm_transposed": lambda: matmul(128, 128, 64, transpose_A=True, transpose_B=True),
     "splitk_atomic": lambda: splitk_matmul(128, 96, 256),
@@ -70,3 +75,47 @@ def test_thread_level_ir_of_a_gemm():
     text = tilelang.lower(matmul(128, 128, 64, in_dtype="float16"), target="cuda -arch=sm_90a")
     assert 'T.alloc_fragment' not in text and 'T.alloc_local' in text
     assert text.count("T.sync_threads()") == 2
+
+
+def _cuobjdump():
+    """cuobjdump (and the nvdisasm it calls), from the CUDA toolkit or the pip wheels."""
+    import os
+    import shutil
+    import sysconfig
+    wheel_bin = os.path.join(sysconfig.get_paths()["purelib"], "nvidia", "cu13", "bin")
+    path = os.pathsep.join([wheel_bin, os.environ.get("PATH", "")])
+    tool = shutil.which("cuobjdump", path=path)
+    if tool and shutil.which("nvdisasm", path=path):
+        return tool, path
+    return None, path
+
+
+def test_gemm_sass_uses_tensor_cores():
+    """The bf16 GEMM's machine code multiplies on the tensor cores (HMMA), loads its operands
+    with ldmatrix (LDSM) from shared memory filled by cp.async (LDGSTS), and keeps its
+    accumulators in registers (no local-memory traffic)."""
+    import os
+    import subprocess
+    import tempfile
+    reason = _nvrtc_reason()
+    if reason:
+        pytest.skip(f"NVRTC is not available: {reason}")
+    tool, path = _cuobjdump()
+    if not tool:
+        pytest.skip("cuobjdump/nvdisasm not found (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+    func = matmul(1024, 1024, 1024, 128, 128, 32, in_dtype="bfloat16", num_stages=3)
+    lowered = _C.lower(func.handle, "cuda -arch=sm_90a")
+    cubin = _C.nvrtc_compile(_C.codegen(lowered, "cuda -arch=sm_90a"), "gemm.cu", "sm_90a", [_include_dir()])
+    with tempfile.TemporaryDirectory() as d:
+        f = os.path.join(d, "gemm.cubin")
+        with open(f, "wb") as out:
+            out.write(cubin)
+        env = dict(os.environ, PATH=path)
+        sass = subprocess.run([tool, "-sass", f], capture_output=True, text=True, env=env, check=True).stdout
+        usage = subprocess.run([tool, "-res-usage", f], capture_output=True, text=True, env=env, check=True).stdout
+    # Per K step of 32: 2 slices x 4 x 8 m16n8k16 products per warp, 2 x (4 + 4) ldmatrix.x4.
+    assert sass.count("HMMA.16816.F32.BF16") == 64, sass.count("HMMA")
+    assert sass.count("LDSM.16.M88.4") == 8 and sass.count("LDSM.16.MT88.4") == 8
+    assert "LDGSTS" in sass
+    assert "LDL" not in sass and "STL" not in sass
+    assert "LOCAL:0" in usage
