@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "bindings/handles.h"
+#include "arith/analyzer.h"
 #include "ir/error.h"
 #include "ir/op.h"
 #include "ir/printer.h"
@@ -60,9 +61,11 @@ BufferRegion to_region(nb::handle h) {
   BufferRegion r;
   r.buffer = nb::cast<PyBuffer&>(tup[0]).b;
   r.span = current_span();
+  // A slice's extent is stop - start: `(bx + 1) * 1 - bx * 1` must read as 1.
+  arith::Analyzer analyzer;
   for (nb::handle rg : tup[1]) {
     auto pair = nb::cast<nb::tuple>(rg);
-    r.ranges.push_back({to_expr(pair[0]), to_expr(pair[1])});
+    r.ranges.push_back({to_expr(pair[0]), analyzer.simplify(to_expr(pair[1]))});
   }
   return r;
 }

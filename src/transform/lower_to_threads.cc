@@ -154,6 +154,15 @@ class ThreadLowering : public IRMutator {
     return IRMutator::mutate_load(e, n);
   }
 
+  // The bounds of a let-bound value hold for its variable (a loop extent computed once).
+  Stmt mutate_let(const Stmt& s, const LetStmtNode* n) override {
+    if (!n->var->dtype.is_integer()) return IRMutator::mutate_let(s, n);
+    az_.bind(n->var.get(), az_.const_int_bound(n->value));
+    Stmt out = IRMutator::mutate_let(s, n);
+    az_.unbind(n->var.get());
+    return out;
+  }
+
   // Inside `if x + c < e` (or <=, and conjunctions of them) x is known to be smaller, so
   // the lowerings below can drop bounds guards the condition already implies.
   Stmt mutate_if(const Stmt& s, const IfThenElseNode* n) override {

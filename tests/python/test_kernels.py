@@ -178,10 +178,14 @@ def test_gemm_dynamic_m(target, rng):
 # Softmax and RMSNorm
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("use_exp2", [True, False], ids=["exp2", "exp"])
-def test_softmax(target, rng, use_exp2):
-    M, N = 100, 300  # 100 rows in tiles of 16: the last tile is partial
-    kernel = _compile(kernels.softmax.softmax(M, N, block_M=16, use_exp2=use_exp2), target, out_idx=[1])
+@pytest.mark.parametrize("use_exp2,block_M,threads", [(True, 16, 128), (False, 16, 128), (True, 1, 256)],
+                         ids=["exp2", "exp", "one-row-tiles"])
+def test_softmax(target, rng, use_exp2, block_M, threads):
+    # 100 rows in tiles of 16: the last tile is partial. Tiles of one row slice
+    # X[bx * 1:(bx + 1) * 1, :], whose extent only simplifies to 1.
+    M, N = 100, 300
+    kernel = _compile(kernels.softmax.softmax(M, N, block_M=block_M, use_exp2=use_exp2, threads=threads), target,
+                      out_idx=[1])
     x = _normal(rng, (M, N), "float32", scale=3.0)
     (y,) = _outputs(kernel(x))
     x64 = _f64(x)
