@@ -307,6 +307,12 @@ void bind_ir(nb::module_& m) {
   nb::class_<PyFunc>(m, "PrimFunc")
       .def_prop_ro("name", [](const PyFunc& f) { return f.f->name; })
       .def("script", [](const PyFunc& f) { return to_string(f.f); })
+      .def("lowering_report", [](const PyFunc& f) {
+        auto it = f.f->attrs.find("lowering_report");
+        return it != f.f->attrs.end() && std::holds_alternative<std::string>(it->second)
+                   ? std::get<std::string>(it->second)
+                   : std::string();
+      })
       .def("structural_hash", [](const PyFunc& f) { return structural_hash(f.f); })
       .def("structural_equal", [](const PyFunc& a, const PyFunc& b) { return structural_equal(a.f, b.f); })
       .def("shape_vars", [](const PyFunc& f) {

@@ -129,7 +129,10 @@ class Printer {
   }
 
   void func(const PrimFuncNode& f) {
-    if (!f.attrs.empty()) out_ += "# attrs: " + attrs_dict(f.attrs) + "\n";
+    // The lowering report is read through JITKernel.get_lowering_report(), not printed.
+    Attrs shown = f.attrs;
+    shown.erase("lowering_report");
+    if (!shown.empty()) out_ += "# attrs: " + attrs_dict(shown) + "\n";
     out_ += "@T.prim_func\n";
     std::string header = "def " + (f.name.empty() ? std::string("main") : f.name) + "(";
     for (size_t i = 0; i < f.params.size(); ++i) {

@@ -165,6 +165,7 @@ class AddStage : public IRMutator {
 class SoftwarePipeline : public IRMutator {
  public:
   SoftwarePipeline(const Target& target, BufferUses uses) : target_(target), uses_(std::move(uses)) {}
+  std::vector<std::string> report;
 
  protected:
   Stmt mutate_allocate(const Stmt& s, const AllocateNode* n) override {
@@ -182,8 +183,23 @@ class SoftwarePipeline : public IRMutator {
     int64_t stages = 1;
     auto st = n->attrs.find("num_stages");
     if (st != n->attrs.end() && std::holds_alternative<int64_t>(st->second)) stages = std::get<int64_t>(st->second);
-    Stmt out = stages >= 2 && target_.arch_number() >= 80 ? pipeline(n, body, stages) : nullptr;
-    return out ? out : with_loop_body(n, body, ForKind::Serial, {});
+    std::string where = n->span.str() + ": T.Pipelined(num_stages=" + std::to_string(stages) + ") ";
+    if (stages < 2) {
+      report.push_back(where + "runs in order (one stage)");
+    } else if (target_.arch_number() < 80) {
+      report.push_back(where + "runs in order (cp.async needs sm_80 or newer)");
+    } else if (Stmt out = pipeline(n, body, stages)) {
+      std::string line = where + "pipelined: " + std::to_string(stages - 1) + " copies ahead into " +
+                         std::to_string(stages) + " buffers of";
+      for (auto& name : last_staged_) line += " " + name;
+      if (n->attrs.count("order") || n->attrs.count("stage"))
+        line += " (order/stage given: scheduled copies first, the compiler's own order)";
+      report.push_back(line);
+      return out;
+    } else {
+      report.push_back(where + "runs in order (no global -> shared T.copy it could issue ahead)");
+    }
+    return with_loop_body(n, body, ForKind::Serial, {});
   }
 
  private:
@@ -220,6 +236,9 @@ class SoftwarePipeline : public IRMutator {
       is_producer[i] = true;
     }
     if (staged.empty()) return nullptr;
+    last_staged_.clear();
+    for (size_t i = 0; i < stmts.size(); ++i)
+      if (is_producer[i]) last_staged_.push_back(as<TileOpNode>(stmts[i])->regions[1].buffer->name);
     for (auto& [old, fresh] : staged) staged_[old] = fresh;
 
     // Producers of iteration j (an expression) into slot `slot`, marked async.
@@ -270,6 +289,7 @@ class SoftwarePipeline : public IRMutator {
   const Target& target_;
   BufferUses uses_;
   std::unordered_map<const BufferNode*, Buffer> staged_;
+  std::vector<std::string> last_staged_;
 };
 
 }  // namespace
@@ -279,7 +299,7 @@ PrimFunc inject_software_pipeline(const PrimFunc& f, const Target& target) {
   uses.visit(f->body);
   SoftwarePipeline pass(target, std::move(uses.uses));
   Stmt body = pass.mutate(f->body);
-  return body == f->body ? f : with_body(f, body);
+  return with_report(body == f->body ? f : with_body(f, body), pass.report);
 }
 
 }  // namespace tl

@@ -1,5 +1,6 @@
 #include "transform/lower_to_threads.h"
 
+#include <algorithm>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
@@ -13,6 +14,7 @@
 #include "op/thread_context.h"
 #include "transform/apply_swizzles.h"
 #include "transform/layout_inference.h"
+#include "transform/pass.h"
 
 namespace tl {
 namespace {
@@ -93,6 +95,7 @@ class ThreadLowering : public IRMutator {
   Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
     if (layouts_) fail(ErrorKind::Syntax, n->span, "T.Kernel blocks cannot be nested");
     KernelLayouts layouts = infer_layouts(*n, target_);
+    report_decisions(layouts);
     layouts_ = &layouts;
     kernel_ = n;
     threads_ = n->num_threads();
@@ -214,7 +217,32 @@ class ThreadLowering : public IRMutator {
     return std::make_shared<ForNode>(n->var, mutate(n->min), mutate(n->extent), kind, body, attrs, n->span);
   }
 
+ public:
+  std::vector<std::string> report;
+
  private:
+  void report_decisions(const KernelLayouts& layouts) {
+    std::vector<std::pair<const TileOpNode*, GemmInstruction>> gemms(layouts.gemms.begin(), layouts.gemms.end());
+    std::sort(gemms.begin(), gemms.end(), [](auto& a, auto& b) { return a.first->span.line < b.first->span.line; });
+    for (auto& [op, ins] : gemms) {
+      std::string line = op->span.str() + ": T.gemm ";
+      const Buffer &A = op->regions[0].buffer, &B = op->regions[1].buffer, &C = op->regions[2].buffer;
+      line += "(" + A->dtype.str() + " x " + B->dtype.str() + " -> " + C->dtype.str() + ") on ";
+      if (ins.kind == GemmInstruction::Kind::MmaSync) {
+        line += "mma.sync m16n8k16, " + std::to_string(ins.warps_m) + " x " + std::to_string(ins.warps_n) +
+                " warps; A from " + (A->is_fragment() ? "registers" : "shared memory (ldmatrix)");
+        for (const Buffer& b : {A, B}) {
+          auto it = layouts.swizzled.find(b.get());
+          if (it != layouts.swizzled.end())
+            line += "; " + b->name + " swizzled " + swizzle_mode_name(it->second);
+        }
+      } else {
+        line += "SIMT multiply-adds (" + ins.why_simt + ")";
+      }
+      report.push_back(line);
+    }
+  }
+
   static bool has_atomic(const Stmt& s) {
     bool found = false;
     for_each_expr(s, [&](const ExprNode* e) {
@@ -346,7 +374,7 @@ class ThreadLowering : public IRMutator {
 
 PrimFunc lower_to_threads(const PrimFunc& f, const Target& target) {
   ThreadLowering pass(target);
-  return with_body(f, pass.mutate(f->body));
+  return with_report(with_body(f, pass.mutate(f->body)), pass.report);
 }
 
 }  // namespace tl

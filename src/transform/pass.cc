@@ -14,6 +14,17 @@ PrimFunc with_body(const PrimFunc& f, Stmt body) {
   return n;
 }
 
+PrimFunc with_report(const PrimFunc& f, const std::vector<std::string>& lines) {
+  if (lines.empty()) return f;
+  auto n = std::make_shared<PrimFuncNode>(*f);
+  std::string text;
+  auto it = n->attrs.find("lowering_report");
+  if (it != n->attrs.end() && std::holds_alternative<std::string>(it->second)) text = std::get<std::string>(it->second);
+  for (auto& l : lines) text += l + "\n";
+  n->attrs["lowering_report"] = text;
+  return n;
+}
+
 PrimFunc run_passes(const PrimFunc& f, const std::vector<Pass>& passes) {
   const char* env = std::getenv("TL_PRINT_IR");
   bool print = env && *env && std::string(env) != "0";

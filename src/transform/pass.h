@@ -21,4 +21,9 @@ PrimFunc run_passes(const PrimFunc& f, const std::vector<Pass>& passes);
 // Returns a copy of f with a new body (the common last step of a pass).
 PrimFunc with_body(const PrimFunc& f, Stmt body);
 
+// The lowering report: lines a pass adds to f's attribute "lowering_report" to say what it
+// decided (the instruction a T.gemm runs on, a pipeline's stages...), read by
+// JITKernel.get_lowering_report().
+PrimFunc with_report(const PrimFunc& f, const std::vector<std::string>& lines);
+
 }  // namespace tl

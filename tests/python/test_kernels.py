@@ -174,6 +174,20 @@ def test_gemm_dynamic_m(target, rng):
         np.testing.assert_allclose(c, _f64(a) @ _f64(b), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("num_stages", [1, 2, 3, 4])
+def test_gemm_pipeline_trip_counts(target, rng, num_stages):
+    """T.Pipelined over ceildiv(k, 32) steps for a run-time k: trip counts 0, 1, 2 and many,
+    each shorter or longer than the pipeline's depth, with a partial last step."""
+    M, N = 64, 64
+    func = kernels.gemm.matmul(M, N, T.dynamic("k"), 64, 64, 32, in_dtype="float16", num_stages=num_stages)
+    kernel = _compile(func, target, out_idx=[2])
+    for k in (0, 1, 32, 40, 64, 96, 300):
+        a = _uniform(rng, (M, k), "float16")
+        b = _uniform(rng, (k, N), "float16")
+        (c,) = _outputs(kernel(a, b))
+        np.testing.assert_allclose(c, _f64(a) @ _f64(b), rtol=1e-5, atol=1e-4, err_msg=f"k={k}")
+
+
 # ---------------------------------------------------------------------------
 # Softmax and RMSNorm
 # ---------------------------------------------------------------------------
@@ -495,3 +509,16 @@ def test_torch_cpu_tensors(target, rng):
     z = add(x, y)
     assert isinstance(z, torch.Tensor) and z.dtype == torch.float16
     np.testing.assert_array_equal(z.numpy(), x.numpy() + y.numpy()[None, :])
+
+
+def test_lowering_report(target):
+    """On CUDA the report ends with what the binary uses: registers, spills, shared memory."""
+    kernel = _compile(kernels.gemm.matmul(256, 256, 128, 128, 128, 32, in_dtype="float16", num_stages=3), target,
+                      out_idx=[2])
+    report = kernel.get_lowering_report()
+    if target.startswith("cuda"):
+        assert "mma.sync m16n8k16" in report and "pipelined: 2 copies ahead into 3 buffers" in report
+        assert "main_kernel: 128x1x1 threads" in report and "registers, no spills" in report
+        assert "shared memory 49152 bytes dynamic" in report
+    else:
+        assert report == ""  # the CPU back end decides nothing worth reporting yet

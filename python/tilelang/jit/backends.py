@@ -25,10 +25,14 @@ def _entry_dir(key: str) -> Path:
 class CpuExecutable:
     """A shared object built by the host compiler; one entry taking a pointer array."""
 
-    def __init__(self, prim_func, lib_path: Path, source: str):
+    def __init__(self, prim_func, lib_path: Path, source: str, report: str):
         self.module = _C.HostModule(str(lib_path))
         self.entry = self.module.entry(f"{prim_func.name}_entry")
         self.source = source
+        self.report = report
+
+    def lowering_report(self) -> str:
+        return self.report
 
     def run(self, param_ptrs, shape_ptrs, stream=None):
         self.entry(param_ptrs + shape_ptrs)
@@ -46,7 +50,9 @@ class CpuBackend:
             if found is not None:
                 lib_path, _ = found
                 try:
-                    return CpuExecutable(prim_func, lib_path, (lib_path.parent / "kernel.cpp").read_text()), "disk"
+                    d = lib_path.parent
+                    return CpuExecutable(prim_func, lib_path, (d / "kernel.cpp").read_text(),
+                                         (d / "report.txt").read_text()), "disk"
                 except (TileLangError, OSError):
                     pass
         lowered = _C.lower(prim_func.handle, target)
@@ -54,17 +60,20 @@ class CpuBackend:
         lib_path = _entry_dir(key) / "kernel.so"
         # The compiler driver keeps the source beside the library (kernel.cpp).
         _C.compile_host(source, str(lib_path), include_dir, flags)
+        report = lowered.lowering_report()
+        (lib_path.parent / "report.txt").write_text(report)
         if cache.enabled():
             cache.store_meta(key, {"name": prim_func.name, "target": target})
-        return CpuExecutable(prim_func, lib_path, source), None
+        return CpuExecutable(prim_func, lib_path, source, report), None
 
 
 class CudaExecutable:
     """A cubin loaded into the current context, with the launch shape of each kernel."""
 
-    def __init__(self, infos, cubin: bytes, source: str):
+    def __init__(self, infos, cubin: bytes, source: str, report: str):
         self.module = _C.CudaModule(cubin)
         self.source = source
+        self.report = report
         self.kernels = []
         self.pointer_params = {index: name for info in infos
                                for kind, name, _, index in info["params"] if kind == "buffer"}
@@ -74,6 +83,16 @@ class CudaExecutable:
             if smem > 0:  # static + dynamic above 48 KiB needs the opt-in, so always opt in
                 fn.set_max_dynamic_shared_memory(smem)
             self.kernels.append((fn, info))
+
+    def lowering_report(self) -> str:
+        lines = [self.report.rstrip("\n")] if self.report.strip() else []
+        for fn, info in self.kernels:
+            a = fn.attributes()
+            block = "x".join(str(b) for b in info["block"])
+            spills = f", {a['local_bytes']} bytes of local memory (spills)" if a["local_bytes"] else ", no spills"
+            lines.append(f"{info['name']}: {block} threads, {a['registers']} registers{spills}, shared memory "
+                         f"{info['dynamic_shared_bytes']} bytes dynamic + {info['static_shared_bytes']} static")
+        return "\n".join(lines) + "\n"
 
     def run(self, values, shape_values, stream):
         """values: {param index: pointer or scalar}; shape_values: {name: int}."""
@@ -112,7 +131,8 @@ class CudaBackend:
             cubin_path, meta = d / "kernel.cubin", d / "meta.json"
             if cubin_path.exists() and meta.exists():
                 try:
-                    return CudaExecutable(infos, cubin_path.read_bytes(), (d / "kernel.cu").read_text()), "disk"
+                    return CudaExecutable(infos, cubin_path.read_bytes(), (d / "kernel.cu").read_text(),
+                                          lowered.lowering_report()), "disk"
                 except (TileLangError, OSError):
                     pass
         source = _C.codegen(lowered, target)
@@ -125,7 +145,7 @@ class CudaBackend:
         tmp.replace(d / "kernel.cubin")
         if cache.enabled():
             cache.store_meta(key, {"name": prim_func.name, "target": target})
-        return CudaExecutable(infos, cubin, source), None
+        return CudaExecutable(infos, cubin, source, lowered.lowering_report()), None
 
 
 def backend_for(target: str):

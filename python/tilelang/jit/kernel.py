@@ -227,10 +227,13 @@ class JITKernel:
         for d, (spec, actual) in enumerate(zip(specs, v.shape)):
             binder.dim(spec, int(actual), f"{p.name}.shape[{d}]", p.name, p.shape, v.shape)
         # Strides: explicit ones are checked as declared, else the array must be row-major
-        # contiguous (dimensions of extent 1 may have any stride).
+        # contiguous (dimensions of extent 1 may have any stride; an empty array has no
+        # elements to lay out).
         if self._stride_specs[i]:
             for d, (spec, actual) in enumerate(zip(self._stride_specs[i], v.strides)):
                 binder.dim(spec, int(actual), f"{p.name}.strides[{d}]", p.name, p.shape, v.shape)
+            return
+        if 0 in tuple(v.shape):
             return
         expected = 1
         for d in range(len(v.shape) - 1, -1, -1):
@@ -244,6 +247,13 @@ class JITKernel:
     def get_kernel_source(self) -> str:
         """The generated source of the kernel."""
         return self._source
+
+    def get_lowering_report(self) -> str:
+        """What the compiler decided, one line each: the instruction every T.gemm runs on (and
+        why not the tensor cores, when not), each T.Pipelined loop's schedule, the shared
+        buffers it swizzled; on CUDA, per kernel, the registers, spills and shared memory
+        read from the compiled binary."""
+        return self._executable.lowering_report()
 
     def get_host_source(self) -> str:
         return self._source
