@@ -83,6 +83,15 @@ class CudaExecutable:
             if smem > 0:  # static + dynamic above 48 KiB needs the opt-in, so always opt in
                 fn.set_max_dynamic_shared_memory(smem)
             self.kernels.append((fn, info))
+        # What each launch needs, decided once: a grid without shape variables is constant.
+        self._launches = []
+        for fn, info in self.kernels:
+            try:
+                grid = [_C.eval_int(g, {}) for g in info["grid"]]
+            except Exception:  # names a shape variable
+                grid = None
+            self._launches.append((fn, info, list(info["params"]), grid, list(info["block"]),
+                                   int(info["dynamic_shared_bytes"])))
 
     def lowering_report(self) -> str:
         lines = [self.report.rstrip("\n")] if self.report.strip() else []
@@ -96,25 +105,20 @@ class CudaExecutable:
 
     def run(self, values, shape_values, stream):
         """values: {param index: pointer or scalar}; shape_values: {name: int}."""
-        env = dict(shape_values)
-        for index, value in values.items():
-            if self.pointer_params.get(index) and value % 16:
-                raise ValueError(f"argument '{self.pointer_params[index]}' is not 16-byte aligned "
-                                 f"(address {value:#x}); kernels use vector accesses: pass a tensor that "
-                                 "starts on an aligned address (e.g. .clone())")
-        for fn, info in self.kernels:
-            args = []
-            for kind, name, dtype, index in info["params"]:
-                if kind == "buffer":
-                    args.append(("handle", values[index]))
-                elif kind == "scalar":
-                    args.append((dtype, values[index]))
-                else:
-                    args.append(("int64", shape_values[name]))
-            grid = [_C.eval_int(g, env) for g in info["grid"]]
+        for index, name in self.pointer_params.items():
+            if values[index] % 16:
+                raise ValueError(f"argument '{name}' is not 16-byte aligned (address {values[index]:#x}); "
+                                 "kernels use vector accesses: pass a tensor that starts on an aligned "
+                                 "address (e.g. .clone())")
+        for fn, info, params, grid, block, smem in self._launches:
+            args = [("handle", values[index]) if kind == "buffer" else
+                    (dtype, values[index]) if kind == "scalar" else ("int64", shape_values[name])
+                    for kind, name, dtype, index in params]
+            if grid is None:  # depends on dynamic shapes
+                grid = [_C.eval_int(g, shape_values) for g in info["grid"]]
             if min(grid) <= 0:
                 continue  # an empty grid (a dynamic size of 0): nothing to launch
-            fn.launch(grid, list(info["block"]), int(info["dynamic_shared_bytes"]), stream, args)
+            fn.launch(grid, block, smem, stream, args)
 
 
 class CudaBackend:

@@ -58,6 +58,15 @@ def _normalise_out_idx(out_idx, n_params):
     return sorted(set(out))
 
 
+def _current_torch_stream(device):
+    """torch's current stream on the tensor's device, as a raw pointer (the cheap query)."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device.index if device.index is not None else torch.cuda.current_device())
+    return torch.cuda.current_stream(device).cuda_stream
+
+
 def _stage(arr, keep):
     """Host (numpy) arrays given to a GPU kernel are copied to device memory for the call
     and back afterwards: a convenience for tests and debugging, not a fast path."""
@@ -186,8 +195,7 @@ class JITKernel:
         shapes = {n: binder.values.get(n, 0) for n in self._shape_var_names}
         if device == "cuda":
             if stream is None and lib == "torch":
-                import torch
-                stream = torch.cuda.current_stream(like.device).cuda_stream
+                stream = _current_torch_stream(like.device)
             self._executable.run(values, shapes, int(stream or 0))
             _unstage(keep)
         else:
