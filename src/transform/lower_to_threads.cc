@@ -319,7 +319,22 @@ class ThreadLowering : public IRMutator {
                     const std::vector<int64_t>& extents, const std::vector<FragmentAccess>& accesses, Span span) {
     int64_t points = 1;
     for (auto e : extents) points *= e;
-    if (accesses.empty() || points > (int64_t(1) << 18)) return;
+    // Accesses that hold by construction need no enumeration: the driver's own layout at
+    // the loop's own indices, or its row (column) results at the row (column) variable.
+    std::vector<FragmentAccess> open;
+    for (auto& a : accesses) {
+      const TilePartition& held = layouts_->fragments.at(a.buffer.get());
+      bool identity = a.indices.size() == vars.size();
+      for (size_t k = 0; identity && k < vars.size(); ++k) identity = a.indices[k] == Expr(vars[k]);
+      if (identity && held == layout) continue;
+      if (a.indices.size() == 1 && layout.is_2d() && vars.size() == 2 && held.shape().size() == 1) {
+        if (a.indices[0] == Expr(vars[0]) && held == layout.row_replicated(held.shape())) continue;
+        if (a.indices[0] == Expr(vars[1]) && held == layout.col_replicated(held.shape())) continue;
+      }
+      open.push_back(a);
+    }
+    const std::vector<FragmentAccess>& accesses_left = open;
+    if (accesses_left.empty() || points > (int64_t(1) << 18)) return;
     std::vector<int64_t> point(vars.size(), 0);
     IndexEnv env;
     for (int64_t flat = 0; flat < points; ++flat) {
@@ -331,7 +346,7 @@ class ThreadLowering : public IRMutator {
       }
       for (int64_t rep = 0; rep < layout.replicas(); ++rep) {
         int64_t t = layout.thread_of(point, rep);
-        for (auto& a : accesses) {
+        for (auto& a : accesses_left) {
           std::vector<int64_t> idx;
           bool inside = true;
           try {
