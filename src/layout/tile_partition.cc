@@ -98,6 +98,9 @@ TilePartition TilePartition::grid(const std::vector<int64_t>& shape, int64_t thr
     p.vec_ = pow2_dividing(p.cols_, max_vec);
   }
   p.group_ = std::min(pow2_dividing(threads, 32), std::max<int64_t>(1, pow2_dividing(p.chunks(), 32)));
+  // Fewer rows than row groups would leave threads idle: let a row span several warps.
+  while (threads / p.group_ > p.rows_ && threads % (p.group_ * 2) == 0 && p.chunks() % (p.group_ * 2) == 0)
+    p.group_ *= 2;
   p.row_groups_ = threads / p.group_;
   int64_t cpt = p.chunks_per_thread();
   p.axes_ = {

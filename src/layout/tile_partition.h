@@ -16,8 +16,9 @@
 // When the digits of an axis span more than its extent, the slots past the end exist but
 // hold nothing (`Owned::exists` says which).
 //
-// Grid (the default): `group` consecutive lanes share a row, in vectors of `vec` elements;
-// the block's threads form row_groups = threads / group groups, dealt rows round-robin:
+// Grid (the default): `group` consecutive lanes share a row, in vectors of `vec` elements
+// (at most a warp, unless there are too few rows to keep every thread busy); the block's
+// threads form row_groups = threads / group groups, dealt rows round-robin:
 //     rows: [rows_per_thread local] [row_groups thread x group]
 //     cols: [chunks_per_thread local] [group thread x 1] [vec local]
 // Mma (the accumulator of mma.sync m16n8, warp (wm, wn) = warp wm * warps_n + wn):
