@@ -260,13 +260,19 @@ GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& targ
     return ins;
   };
   if (target.kind != "cuda") return simt("target " + target.kind + " has no tensor-core path");
-  if (target.arch_number() < 80) return simt("mma.sync m16n8k16 needs sm_80 or newer");
+  if (target.arch_number() < 80) return simt("mma.sync needs sm_80 or newer");
   if (op.regions.size() != 3) return simt("malformed T.gemm");
   const Buffer &A = op.regions[0].buffer, &B = op.regions[1].buffer, &C = op.regions[2].buffer;
   bool half_in = A->dtype == DataType::Float(16) || A->dtype == DataType::BFloat16();
-  if (!half_in || B->dtype != A->dtype || C->dtype != DataType::Float(32))
-    return simt("tensor cores take float16/bfloat16 inputs into a float32 accumulator here (got " + A->dtype.str() +
-                " x " + B->dtype.str() + " -> " + C->dtype.str() + ")");
+  bool fp8_in = A->dtype.code == TypeCode::Float8E4M3 || A->dtype.code == TypeCode::Float8E5M2;
+  bool int8_in = A->dtype == DataType::Int(8);
+  bool types_ok = B->dtype == A->dtype && (((half_in || fp8_in) && C->dtype == DataType::Float(32)) ||
+                                           (int8_in && C->dtype == DataType::Int(32)));
+  if (!types_ok)
+    return simt("tensor cores take float16/bfloat16/float8 inputs into float32, or int8 into int32 (got " +
+                A->dtype.str() + " x " + B->dtype.str() + " -> " + C->dtype.str() + ")");
+  if (fp8_in && target.arch_number() < 89) return simt("float8 mma.sync needs sm_89 or newer");
+  ins.k = half_in ? 16 : 32;
   if (!B->is_shared()) return simt("B must be in shared memory");
   if (!A->is_shared() && !A->is_fragment()) return simt("A must be in shared memory or a fragment");
   if (!C->is_fragment() || C->shape.size() != 2) return simt("C must be a 2-D fragment");
@@ -275,13 +281,17 @@ GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& targ
     return simt("A and B must be whole tiles (their buffers' last two dimensions)");
   if (A->is_fragment()) {
     if (A->shape.size() != 2 || g.trans_a) return simt("a register A operand must be a 2-D M x K fragment");
+    if (!half_in) return simt("a register A operand must be float16 or bfloat16");
     full_row = true;
   }
+  // ldmatrix transposes 16-bit elements only: 8-bit operands must be stored K-major.
+  if (!half_in && (g.trans_a || !g.trans_b))
+    return simt("8-bit tensor-core operands must be stored K-major: A as M x K, B as N x K (transpose_B=True)");
   const int64_t *m = const_int(g.m), *n = const_int(g.n), *k = const_int(g.k);
   if (!m || !n || !k) return simt("M, N and K must be constants");
   if (threads % 32 != 0) return simt("the block's thread count is not a multiple of 32");
   int64_t warps = threads / 32;
-  if (*k % 16 != 0) return simt("K (" + std::to_string(*k) + ") is not a multiple of 16");
+  if (*k % ins.k != 0) return simt("K (" + std::to_string(*k) + ") is not a multiple of " + std::to_string(ins.k));
   int64_t policy = full_row ? 1 : attr_int(op, "policy", 0);
   int64_t best_m = 0;
   double best_score = 0;
@@ -324,7 +334,10 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
   Span sp = op.span;
   auto c = [](int64_t v) { return make_int(v); };
   const int64_t M = *const_int(g.m), N = *const_int(g.n), K = *const_int(g.k);
-  const int64_t MI = M / (16 * ins.warps_m), NI = N / (8 * ins.warps_n), KS = K / 16;
+  const int64_t MI = M / (16 * ins.warps_m), NI = N / (8 * ins.warps_n), KS = K / ins.k;
+  // ldmatrix moves 8 x 8 matrices of 16-bit units: `v` elements make one 16-byte row.
+  const int64_t v = 16 / ra.buffer->dtype.bytes();
+  const int64_t a_regs = 8 * 2 / ra.buffer->dtype.bytes(), b_regs = 4 * 2 / rb.buffer->dtype.bytes();
   Expr lane = floormod(ctx.thread, c(32), sp), warp = floordiv(ctx.thread, c(32), sp);
   Expr row0 = mul(floordiv(warp, c(ins.warps_n), sp), c(M / ins.warps_m), sp);
   Expr col0 = mul(floormod(warp, c(ins.warps_n), sp), c(N / ins.warps_n), sp);
@@ -337,7 +350,7 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
   // columns 16 kk .. 16 kk + 7 followed by the four of the next 8 columns, in order.
   bool a_in_registers = ra.buffer->is_fragment();
   auto a_operand = [&](const Expr& mi, const Expr& kk) -> Expr {
-    if (!a_in_registers) return make_load(a_reg, {mul(mi, c(8), sp)}, sp);
+    if (!a_in_registers) return make_load(a_reg, {mul(mi, c(a_regs), sp)}, sp);
     Expr slot = mul(add(mul(mi, c(K / 8), sp), mul(kk, c(2), sp), sp), c(4), sp);
     return fragment_slot(ra.buffer, slot, sp);
   };
@@ -355,7 +368,7 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
     return make_load(r.buffer, operand_indices(x, row, col, sp), sp);
   };
   Stmt kloop = unrolled("kk", KS, [&](const Expr& kk) {
-    Expr k0 = mul(kk, c(16), sp);
+    Expr k0 = mul(kk, c(ins.k), sp);
     // A (M x K): matrix q of ldmatrix.x4 is the 8 x 8 block (8 (q % 2), 8 (q / 2)) of the
     // 16 x 16 tile, so the registers come out in the order of mma's a0..a7. Stored K x M,
     // the same blocks are read transposed.
@@ -364,17 +377,19 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
       Expr addr = g.trans_a ? at(ra, g.a, add(add(k0, mul(q_hi, c(8), sp), sp), l8, sp),
                                  add(m0, mul(q_lo, c(8), sp), sp))
                             : at(ra, g.a, add(m0, floormod(lane, c(16), sp), sp),
-                                 add(k0, mul(floordiv(lane, c(16), sp), c(8), sp), sp));
-      return evaluate(intrinsic("ldmatrix", {c(g.trans_a ? 1 : 0), c(4), make_load(a_reg, {mul(mi, c(8), sp)}, sp), addr},
+                                 add(k0, mul(floordiv(lane, c(16), sp), c(v), sp), sp));
+      return evaluate(intrinsic("ldmatrix", {c(g.trans_a ? 1 : 0), c(4), make_load(a_reg, {mul(mi, c(a_regs), sp)}, sp),
+                                             addr},
                                 sp), sp);
     });
     // B (K x N): matrices 2j and 2j+1 are the two 8-deep halves of the 16 x 8 operand of
     // column block j of the pair; stored K x N they are read transposed.
     Stmt load_b = unrolled("nj", NI / 2, [&](const Expr& nj) {
       Expr n0 = add(add(col0, mul(nj, c(16), sp), sp), mul(q_hi, c(8), sp), sp);
-      Expr kq = add(k0, mul(q_lo, c(8), sp), sp);
+      Expr kq = add(k0, mul(q_lo, c(g.trans_b ? v : 8), sp), sp);
       Expr addr = g.trans_b ? at(rb, g.b, add(n0, l8, sp), kq) : at(rb, g.b, add(kq, l8, sp), n0);
-      return evaluate(intrinsic("ldmatrix", {c(g.trans_b ? 0 : 1), c(4), make_load(b_reg, {mul(nj, c(8), sp)}, sp), addr},
+      return evaluate(intrinsic("ldmatrix", {c(g.trans_b ? 0 : 1), c(4),
+                                             make_load(b_reg, {mul(nj, c(2 * b_regs), sp)}, sp), addr},
                                 sp), sp);
     });
     Stmt mmas = unrolled("mi", MI, [&](const Expr& mi) {
@@ -382,7 +397,7 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
         Expr slot = mul(add(mul(mi, c(NI), sp), ni, sp), c(4), sp);
         return evaluate(intrinsic("mma_sync", {fragment_slot(rc.buffer, slot, sp),
                                                a_operand(mi, kk),
-                                               make_load(b_reg, {mul(ni, c(4), sp)}, sp)},
+                                               make_load(b_reg, {mul(ni, c(b_regs), sp)}, sp)},
                                   sp), sp);
       });
     });
@@ -392,7 +407,7 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
   if (!a_in_registers) body = std::make_shared<AllocateNode>(a_reg, body, Attrs{}, sp);
   if (!clear) return body;
   Stmt zero = unrolled("cz", MI * NI * 4, [&](const Expr& s) -> Stmt {
-    return std::make_shared<BufferStoreNode>(rc.buffer, cast(DataType::Float(32), c(0), sp), std::vector<Expr>{s}, sp);
+    return std::make_shared<BufferStoreNode>(rc.buffer, cast(rc.buffer->dtype, c(0), sp), std::vector<Expr>{s}, sp);
   });
   return make_seq({zero, body}, sp);
 }

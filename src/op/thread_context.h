@@ -15,12 +15,14 @@ namespace tl {
 
 using LayoutMap = std::unordered_map<const BufferNode*, TilePartition>;
 
-// How one T.gemm runs on threads: SIMT multiply-adds, or mma.sync m16n8k16 on a
-// warps_m x warps_n grid of warps (each warp owns a contiguous sub-tile of C).
+// How one T.gemm runs on threads: SIMT multiply-adds, or mma.sync m16n8k (16 for 16-bit
+// inputs, 32 for 8-bit ones) on a warps_m x warps_n grid of warps (each warp owns a
+// contiguous sub-tile of C).
 struct GemmInstruction {
   enum class Kind { Simt, MmaSync };
   Kind kind = Kind::Simt;
   int64_t warps_m = 1, warps_n = 1;
+  int64_t k = 16;  // the instruction's depth
   std::string why_simt;  // what kept it off the tensor cores (for reports)
 };
 

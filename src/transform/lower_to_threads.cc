@@ -229,7 +229,7 @@ class ThreadLowering : public IRMutator {
       const Buffer &A = op->regions[0].buffer, &B = op->regions[1].buffer, &C = op->regions[2].buffer;
       line += "(" + A->dtype.str() + " x " + B->dtype.str() + " -> " + C->dtype.str() + ") on ";
       if (ins.kind == GemmInstruction::Kind::MmaSync) {
-        line += "mma.sync m16n8k16, " + std::to_string(ins.warps_m) + " x " + std::to_string(ins.warps_n) +
+        line += "mma.sync m16n8k" + std::to_string(ins.k) + ", " + std::to_string(ins.warps_m) + " x " + std::to_string(ins.warps_n) +
                 " warps; A from " + (A->is_fragment() ? "registers" : "shared memory (ldmatrix)");
         for (const Buffer& b : {A, B}) {
           auto it = layouts.swizzled.find(b.get());

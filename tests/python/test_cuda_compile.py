@@ -26,6 +26,10 @@ CASES = {
     "gemm_fp16_mma_transposed_4_stages": lambda: matmul(256, 256, 256, 64, 128, 64, in_dtype="float16",
                                                         transpose_A=True, transpose_B=True, num_stages=4,
                                                         threads=256),
+    "gemm_int8_mma": lambda: matmul(256, 256, 256, 128, 128, 64, in_dtype="int8", out_dtype="int32",
+                                    accum_dtype="int32", transpose_B=True, num_stages=3),
+    "gemm_fp8_e4m3_mma": lambda: matmul(256, 256, 256, 128, 128, 64, in_dtype="float8_e4m3",
+                                        transpose_B=True, num_stages=3),
     "flash_attention_mma_pipelined": lambda: flash_attention_fwd(1, 2, 256, 128, False, num_stages=2),
     "gemm_bf16_ragged": lambda: matmul(200, 136, 72, in_dtype="bfloat16"),
     "gemm_transposed": lambda: matmul(128, 128, 64, transpose_A=True, transpose_B=True),
@@ -119,6 +123,18 @@ def test_gemm_sass_uses_tensor_cores():
     assert "LDGSTS" in sass
     assert "LDL" not in sass and "STL" not in sass
     assert "LOCAL:0" in usage
+    # int8: m16n8k32 on the integer tensor cores.
+    func = matmul(256, 256, 256, 128, 128, 64, in_dtype="int8", out_dtype="int32", accum_dtype="int32",
+                  transpose_B=True, num_stages=3)
+    lowered = _C.lower(func.handle, "cuda -arch=sm_90a")
+    cubin = _C.nvrtc_compile(_C.codegen(lowered, "cuda -arch=sm_90a"), "gemm8.cu", "sm_90a", [_include_dir()])
+    with tempfile.TemporaryDirectory() as d:
+        f = os.path.join(d, "gemm8.cubin")
+        with open(f, "wb") as out:
+            out.write(cubin)
+        sass = subprocess.run([tool, "-sass", f], capture_output=True, text=True, env=dict(os.environ, PATH=path),
+                              check=True).stdout
+    assert "IMMA.16832.S8.S8" in sass and "LDSM.16.M88.4" in sass
 
 
 def test_lowering_report_names_the_decisions():

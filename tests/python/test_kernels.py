@@ -174,6 +174,30 @@ def test_gemm_dynamic_m(target, rng):
         np.testing.assert_allclose(c, _f64(a) @ _f64(b), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("in_dtype", ["int8", "float8_e4m3", "float8_e5m2"])
+def test_gemm_8bit(target, rng, in_dtype):
+    """8-bit inputs, B stored N x K (the layout the tensor cores read them in): int8
+    accumulates exactly in int32; float8 products are exact in float32."""
+    M, N, K = 160, 96, 192  # M does not divide the 128-row tile
+    acc = "int32" if in_dtype == "int8" else "float32"
+    func = kernels.gemm.matmul(M, N, K, 128, 64, 64, in_dtype=in_dtype, out_dtype=acc, accum_dtype=acc,
+                               transpose_B=True, num_stages=3)
+    kernel = _compile(func, target, out_idx=[2])
+    if in_dtype == "int8":
+        a = rng.integers(-128, 128, (M, K)).astype(np.int8)
+        b = rng.integers(-128, 128, (N, K)).astype(np.int8)
+    else:
+        np_t = {"float8_e4m3": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}[in_dtype]
+        a = _uniform(rng, (M, K), "float32").astype(np_t)
+        b = _uniform(rng, (N, K), "float32").astype(np_t)
+    (c,) = _outputs(kernel(a, b))
+    ref = _f64(a) @ _f64(b).T
+    if in_dtype == "int8":
+        np.testing.assert_array_equal(c, ref.astype(np.int64))
+    else:
+        np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("num_stages", [1, 2, 3, 4])
 def test_gemm_pipeline_trip_counts(target, rng, num_stages):
     """T.Pipelined over ceildiv(k, 32) steps for a run-time k: trip counts 0, 1, 2 and many,

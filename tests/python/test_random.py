@@ -17,12 +17,13 @@ import tilelang
 import kernels
 
 CASES = int(os.environ.get("TILELANG_RANDOM_CASES", "6"))
-NP = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+NP = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "int8": np.int8,
+      "float8_e4m3": ml_dtypes.float8_e4m3fn}
 
 
 def _draw_gemm(seed):
     r = np.random.default_rng(seed)
-    dtype = str(r.choice(["float32", "float16", "bfloat16"]))
+    dtype = str(r.choice(["float32", "float16", "bfloat16", "float16", "bfloat16", "int8", "float8_e4m3"]))
     threads = int(r.choice([64, 128, 256]))
     block_M, block_N = int(r.choice([32, 64, 128])), int(r.choice([32, 64, 128]))
     block_K = int(r.choice([16, 32, 64]))
@@ -33,8 +34,11 @@ def _draw_gemm(seed):
     M = int(r.integers(1, 3 * block_M))
     N = int(r.integers(1, 3 * block_N))
     ta, tb = bool(r.integers(0, 2)), bool(r.integers(0, 2))
+    if dtype in ("int8", "float8_e4m3"):  # the tensor cores read 8-bit operands K-major
+        ta, tb = bool(r.integers(0, 4) == 0), bool(r.integers(0, 4) != 0)
+    acc = "int32" if dtype == "int8" else "float32"
     return dict(M=M, N=N, K=max(K, 1), block_M=block_M, block_N=block_N, block_K=block_K, in_dtype=dtype,
-                out_dtype="float32", accum_dtype="float32", transpose_A=ta, transpose_B=tb, num_stages=stages,
+                out_dtype=acc, accum_dtype=acc, transpose_A=ta, transpose_B=tb, num_stages=stages,
                 threads=threads)
 
 
@@ -44,13 +48,18 @@ def test_random_gemm(target, seed):
     kernel = tilelang.compile(kernels.gemm.matmul(**p), out_idx=[2], target=target)
     r = np.random.default_rng(seed)
     M, N, K = p["M"], p["N"], p["K"]
-    a = r.uniform(-1, 1, (K, M) if p["transpose_A"] else (M, K)).astype(NP[p["in_dtype"]])
-    b = r.uniform(-1, 1, (N, K) if p["transpose_B"] else (K, N)).astype(NP[p["in_dtype"]])
+    lo, hi = (-128, 128) if p["in_dtype"] == "int8" else (-1, 1)
+    draw = r.integers if p["in_dtype"] == "int8" else r.uniform
+    a = draw(lo, hi, (K, M) if p["transpose_A"] else (M, K)).astype(NP[p["in_dtype"]])
+    b = draw(lo, hi, (N, K) if p["transpose_B"] else (K, N)).astype(NP[p["in_dtype"]])
     c = np.asarray(kernel(a, b))
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     ref = (a64.T if p["transpose_A"] else a64) @ (b64.T if p["transpose_B"] else b64)
-    # float32 inputs may run as tf32-free SIMT (exact products); 16-bit products are exact
-    # in float32, so only the accumulation order differs.
+    if p["in_dtype"] == "int8":  # exact in int32
+        np.testing.assert_array_equal(c, ref.astype(np.int64), err_msg=str(p))
+        return
+    # float32 inputs run as exact SIMT products; 16- and 8-bit products are exact in
+    # float32, so only the accumulation order differs.
     np.testing.assert_allclose(c, ref, rtol=1e-5, atol=2e-4, err_msg=str(p))
 
 

@@ -433,6 +433,33 @@ TL_DEVICE void mma_m16n8k16(float* c, const __half* a, const __half* b) {
 #endif
 }
 
+// D = A * B + D for one 16x8x32 step on 8-bit inputs: a[0..15] and b[0..7] in the PTX ISA's
+// fragment order (4 and 2 registers), c[0..3] the accumulators.
+#define TL_MMA_M16N8K32(ACC_T, ACC_REG, IN_T, PTX_TYPES, MIN_ARCH)                                        \
+  TL_DEVICE void mma_m16n8k32(ACC_T* c, const IN_T* a, const IN_T* b) {                                    \
+    TL_MMA_M16N8K32_BODY(ACC_REG, PTX_TYPES, MIN_ARCH)                                                       \
+  }
+#if defined(__CUDA_ARCH__)
+#define TL_MMA_M16N8K32_BODY(ACC_REG, PTX_TYPES, MIN_ARCH)                                                   \
+  if constexpr (__CUDA_ARCH__ >= MIN_ARCH) {                                                                \
+    const unsigned int* A = reinterpret_cast<const unsigned int*>(a);                                       \
+    const unsigned int* B = reinterpret_cast<const unsigned int*>(b);                                       \
+    asm volatile("mma.sync.aligned.m16n8k32.row.col." PTX_TYPES                                             \
+                 " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                         \
+                 : "+" ACC_REG(c[0]), "+" ACC_REG(c[1]), "+" ACC_REG(c[2]), "+" ACC_REG(c[3])                \
+                 : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]));                        \
+  } else {                                                                                                  \
+    __trap();                                                                                               \
+  }
+#else
+#define TL_MMA_M16N8K32_BODY(ACC_REG, PTX_TYPES, MIN_ARCH) __trap();
+#endif
+TL_MMA_M16N8K32(int, "r", signed char, "s32.s8.s8.s32", 800)
+TL_MMA_M16N8K32(float, "f", __nv_fp8_e4m3, "f32.e4m3.e4m3.f32", 890)
+TL_MMA_M16N8K32(float, "f", __nv_fp8_e5m2, "f32.e5m2.e5m2.f32", 890)
+#undef TL_MMA_M16N8K32
+#undef TL_MMA_M16N8K32_BODY
+
 // ------------------------------------------------------------------ printing
 
 // The IR prints bools as Python does.

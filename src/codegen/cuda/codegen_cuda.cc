@@ -856,13 +856,16 @@ class CodeGenCUDA : public Emitter {
       return;
     }
     if (op == "mma_sync") {
-      // mma_sync(c element, a element, b element): one m16n8k16 step on four accumulators.
-      require_arch(80, call->span, "mma.sync m16n8k16");
+      // mma_sync(c element, a element, b element): one m16n8k16 (16-bit inputs) or m16n8k32
+      // (8-bit inputs) step on four accumulators; the operand types pick the instruction.
       auto* c = call->args.size() == 3 ? as<BufferLoadNode>(call->args[0]) : nullptr;
       auto* a = call->args.size() == 3 ? as<BufferLoadNode>(call->args[1]) : nullptr;
       auto* b = call->args.size() == 3 ? as<BufferLoadNode>(call->args[2]) : nullptr;
       if (!c || !a || !b) fail(ErrorKind::Internal, call->span, "internal: mma_sync takes (c, a, b) elements");
-      line("tl::mma_m16n8k16(&" + element(c->buffer, c->indices, c->span) + ", &" +
+      bool fp8 = a->buffer->dtype.code == TypeCode::Float8E4M3 || a->buffer->dtype.code == TypeCode::Float8E5M2;
+      require_arch(fp8 ? 89 : 80, call->span, fp8 ? "float8 mma.sync" : "mma.sync");
+      std::string shape = a->buffer->dtype.bytes() == 1 ? "m16n8k32" : "m16n8k16";
+      line("tl::mma_" + shape + "(&" + element(c->buffer, c->indices, c->span) + ", &" +
            element(a->buffer, a->indices, a->span) + ", &" + element(b->buffer, b->indices, b->span) + ");");
       return;
     }
