@@ -148,6 +148,6 @@ def test_lowering_report_names_the_decisions():
     assert "mma.sync m16n8k16, 4 x 1 warps; A from shared memory (ldmatrix)" in lines[1]
     assert "A from registers" in lines[2]
     simt = _C.lower(matmul(128, 128, 64).handle, "cuda -arch=sm_90a").lowering_report()
-    assert "SIMT multiply-adds (tensor cores take float16/bfloat16 inputs" in simt
+    assert "SIMT multiply-adds (tensor cores take float16/bfloat16/float8 inputs into float32" in simt
     old = _C.lower(matmul(128, 128, 64, in_dtype="float16").handle, "cuda -arch=sm_75").lowering_report()
-    assert "mma.sync m16n8k16 needs sm_80 or newer" in old and "cp.async needs sm_80" in old
+    assert "mma.sync needs sm_80 or newer" in old and "cp.async needs sm_80" in old
