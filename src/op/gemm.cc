@@ -188,11 +188,7 @@ Stmt register_blocked(const GemmShape& g, const BufferRegion& sa, const BufferRe
     return add(mul(chunk, c(p.vec()), sp), floormod(q, c(p.vec()), sp), sp);
   };
   auto unrolled = [&](const std::string& name, int64_t n, const std::function<Stmt(const Expr&)>& body) {
-    Var v = make_var(name, DataType::Int(32), sp);
-    ctx.analyzer.bind(v.get(), 0, n);
-    Stmt b = body(v);
-    ctx.analyzer.unbind(v.get());
-    return Stmt(std::make_shared<ForNode>(v, c(0), c(n), ForKind::Unrolled, b, Attrs{}, sp));
+    return ctx.unrolled(name, n, body, sp);
   };
   Buffer a_reg = make_buffer(rc.buffer->name + "_a", acc_t, {c(rpt)}, scope::kLocal, sp);
   Buffer b_reg = make_buffer(rc.buffer->name + "_b", acc_t, {c(cols)}, scope::kLocal, sp);
@@ -357,11 +353,7 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
   Buffer b_reg = make_buffer(rc.buffer->name + "_b", in_t, {c(NI * 4)}, scope::kLocal, sp);
   bool clear = attr_int(op, "clear_accum", 0) != 0;
   auto unrolled = [&](const std::string& name, int64_t n, const std::function<Stmt(const Expr&)>& body) {
-    Var v = make_var(name, DataType::Int(32), sp);
-    ctx.analyzer.bind(v.get(), 0, n);
-    Stmt b = body(v);
-    ctx.analyzer.unbind(v.get());
-    return Stmt(std::make_shared<ForNode>(v, c(0), c(n), ForKind::Unrolled, b, Attrs{}, sp));
+    return ctx.unrolled(name, n, body, sp);
   };
   // The shared element (row, col) of an operand as stored, as an address for ldmatrix.
   auto at = [&](const BufferRegion& r, const Operand& x, const Expr& row, const Expr& col) {

@@ -18,6 +18,15 @@ Expr fragment_slot(const Buffer& fragment, const Expr& slot, Span span) {
   return std::make_shared<BufferLoadNode>(fragment->dtype, fragment, std::vector<Expr>{slot}, span);
 }
 
+Stmt ThreadContext::unrolled(const std::string& name, int64_t n, const std::function<Stmt(const Expr&)>& body,
+                             Span span) {
+  Var v = make_var(name, DataType::Int(32), span);
+  analyzer.bind(v.get(), 0, n);
+  Stmt b = body(v);
+  analyzer.unbind(v.get());
+  return std::make_shared<ForNode>(v, make_int(0), make_int(n), ForKind::Unrolled, b, Attrs{}, span);
+}
+
 Stmt ThreadContext::over_owned(const TilePartition& p, const std::function<Stmt(const std::vector<Expr>&)>& body,
                                Span span, const std::string& prefix) {
   TilePartition::Owned owned = p.owned_by(thread, prefix, span);

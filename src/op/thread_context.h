@@ -59,6 +59,9 @@ struct ThreadContext {
   // body is built.
   Stmt over_owned(const TilePartition& p, const std::function<Stmt(const std::vector<Expr>&)>& body,
                   Span span, const std::string& prefix = "t");
+  // `for name in T.unroll(n): body(name)`, the variable bound in the analyzer while the
+  // body is built.
+  Stmt unrolled(const std::string& name, int64_t n, const std::function<Stmt(const Expr&)>& body, Span span);
   // Loops over the points of an operator's iteration space (the squeezed extents of the
   // regions it pairs) that the executing thread handles: those whose element of `driver`
   // it owns when driver is a fragment (covered whole by its region), else a default share

@@ -94,46 +94,42 @@ def _cuobjdump():
     return None, path
 
 
-def test_gemm_sass_uses_tensor_cores():
-    """The bf16 GEMM's machine code multiplies on the tensor cores (HMMA), loads its operands
-    with ldmatrix (LDSM) from shared memory filled by cp.async (LDGSTS), and keeps its
-    accumulators in registers (no local-memory traffic)."""
+def _sass_of(func, tool, path):
+    """(SASS, resource usage) of func compiled by NVRTC for sm_90a."""
     import os
     import subprocess
     import tempfile
+    lowered = _C.lower(func.handle, "cuda -arch=sm_90a")
+    cubin = _C.nvrtc_compile(_C.codegen(lowered, "cuda -arch=sm_90a"), "kernel.cu", "sm_90a", [_include_dir()])
+    with tempfile.TemporaryDirectory() as d:
+        f = os.path.join(d, "kernel.cubin")
+        with open(f, "wb") as out:
+            out.write(cubin)
+        env = dict(os.environ, PATH=path)
+        run = lambda *flags: subprocess.run([tool, *flags, f], capture_output=True, text=True, env=env,  # noqa: E731
+                                            check=True).stdout
+        return run("-sass"), run("-res-usage")
+
+
+def test_gemm_sass_uses_tensor_cores():
+    """The bf16 GEMM's machine code multiplies on the tensor cores (HMMA), loads its operands
+    with ldmatrix (LDSM) from shared memory filled by cp.async (LDGSTS), and keeps its
+    accumulators in registers (no local-memory traffic); the int8 GEMM uses IMMA."""
     reason = _nvrtc_reason()
     if reason:
         pytest.skip(f"NVRTC is not available: {reason}")
     tool, path = _cuobjdump()
     if not tool:
         pytest.skip("cuobjdump/nvdisasm not found (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
-    func = matmul(1024, 1024, 1024, 128, 128, 32, in_dtype="bfloat16", num_stages=3)
-    lowered = _C.lower(func.handle, "cuda -arch=sm_90a")
-    cubin = _C.nvrtc_compile(_C.codegen(lowered, "cuda -arch=sm_90a"), "gemm.cu", "sm_90a", [_include_dir()])
-    with tempfile.TemporaryDirectory() as d:
-        f = os.path.join(d, "gemm.cubin")
-        with open(f, "wb") as out:
-            out.write(cubin)
-        env = dict(os.environ, PATH=path)
-        sass = subprocess.run([tool, "-sass", f], capture_output=True, text=True, env=env, check=True).stdout
-        usage = subprocess.run([tool, "-res-usage", f], capture_output=True, text=True, env=env, check=True).stdout
+    sass, usage = _sass_of(matmul(1024, 1024, 1024, 128, 128, 32, in_dtype="bfloat16", num_stages=3), tool, path)
     # Per K step of 32: 2 slices x 4 x 8 m16n8k16 products per warp, 2 x (4 + 4) ldmatrix.x4.
     assert sass.count("HMMA.16816.F32.BF16") == 64, sass.count("HMMA")
     assert sass.count("LDSM.16.M88.4") == 8 and sass.count("LDSM.16.MT88.4") == 8
     assert "LDGSTS" in sass
     assert "LDL" not in sass and "STL" not in sass
     assert "LOCAL:0" in usage
-    # int8: m16n8k32 on the integer tensor cores.
-    func = matmul(256, 256, 256, 128, 128, 64, in_dtype="int8", out_dtype="int32", accum_dtype="int32",
-                  transpose_B=True, num_stages=3)
-    lowered = _C.lower(func.handle, "cuda -arch=sm_90a")
-    cubin = _C.nvrtc_compile(_C.codegen(lowered, "cuda -arch=sm_90a"), "gemm8.cu", "sm_90a", [_include_dir()])
-    with tempfile.TemporaryDirectory() as d:
-        f = os.path.join(d, "gemm8.cubin")
-        with open(f, "wb") as out:
-            out.write(cubin)
-        sass = subprocess.run([tool, "-sass", f], capture_output=True, text=True, env=dict(os.environ, PATH=path),
-                              check=True).stdout
+    sass, _ = _sass_of(matmul(256, 256, 256, 128, 128, 64, in_dtype="int8", out_dtype="int32", accum_dtype="int32",
+                              transpose_B=True, num_stages=3), tool, path)
     assert "IMMA.16832.S8.S8" in sass and "LDSM.16.M88.4" in sass
 
 

@@ -403,48 +403,15 @@ TL_DEVICE void ldmatrix_x4(void* regs, const void* smem) {
 #endif
 }
 
-// D = A * B + D for one 16x8x16 step: c[0..3] are the accumulators c0..c3, a[0..7] and
-// b[0..3] the operand registers in the order of the PTX ISA's fragments.
-TL_DEVICE void mma_m16n8k16(float* c, const __nv_bfloat16* a, const __nv_bfloat16* b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned int* A = reinterpret_cast<const unsigned int*>(a);
-  const unsigned int* B = reinterpret_cast<const unsigned int*>(b);
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]));
-#else
-  __trap();
-#endif
-}
-
-TL_DEVICE void mma_m16n8k16(float* c, const __half* a, const __half* b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned int* A = reinterpret_cast<const unsigned int*>(a);
-  const unsigned int* B = reinterpret_cast<const unsigned int*>(b);
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]));
-#else
-  __trap();
-#endif
-}
-
-// D = A * B + D for one 16x8x32 step on 8-bit inputs: a[0..15] and b[0..7] in the PTX ISA's
-// fragment order (4 and 2 registers), c[0..3] the accumulators.
-#define TL_MMA_M16N8K32(ACC_T, ACC_REG, IN_T, PTX_TYPES, MIN_ARCH)                                        \
-  TL_DEVICE void mma_m16n8k32(ACC_T* c, const IN_T* a, const IN_T* b) {                                    \
-    TL_MMA_M16N8K32_BODY(ACC_REG, PTX_TYPES, MIN_ARCH)                                                       \
-  }
+// D = A * B + D for one m16n8k16 (16-bit inputs) or m16n8k32 (8-bit inputs) step: c[0..3]
+// are the accumulators c0..c3, a and b the operand registers (4 and 2 of 32 bits) in the
+// order of the PTX ISA's fragments. The overload is picked by the element types.
 #if defined(__CUDA_ARCH__)
-#define TL_MMA_M16N8K32_BODY(ACC_REG, PTX_TYPES, MIN_ARCH)                                                   \
+#define TL_MMA_BODY(SHAPE, ACC_REG, PTX_TYPES, MIN_ARCH)                                                   \
   if constexpr (__CUDA_ARCH__ >= MIN_ARCH) {                                                                \
     const unsigned int* A = reinterpret_cast<const unsigned int*>(a);                                       \
     const unsigned int* B = reinterpret_cast<const unsigned int*>(b);                                       \
-    asm volatile("mma.sync.aligned.m16n8k32.row.col." PTX_TYPES                                             \
+    asm volatile("mma.sync.aligned." SHAPE ".row.col." PTX_TYPES                                            \
                  " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                         \
                  : "+" ACC_REG(c[0]), "+" ACC_REG(c[1]), "+" ACC_REG(c[2]), "+" ACC_REG(c[3])                \
                  : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(B[0]), "r"(B[1]));                        \
@@ -452,13 +419,17 @@ TL_DEVICE void mma_m16n8k16(float* c, const __half* a, const __half* b) {
     __trap();                                                                                               \
   }
 #else
-#define TL_MMA_M16N8K32_BODY(ACC_REG, PTX_TYPES, MIN_ARCH) __trap();
+#define TL_MMA_BODY(SHAPE, ACC_REG, PTX_TYPES, MIN_ARCH) __trap();
 #endif
-TL_MMA_M16N8K32(int, "r", signed char, "s32.s8.s8.s32", 800)
-TL_MMA_M16N8K32(float, "f", __nv_fp8_e4m3, "f32.e4m3.e4m3.f32", 890)
-TL_MMA_M16N8K32(float, "f", __nv_fp8_e5m2, "f32.e5m2.e5m2.f32", 890)
-#undef TL_MMA_M16N8K32
-#undef TL_MMA_M16N8K32_BODY
+#define TL_MMA(NAME, SHAPE, ACC_T, ACC_REG, IN_T, PTX_TYPES, MIN_ARCH)                                    \
+  TL_DEVICE void NAME(ACC_T* c, const IN_T* a, const IN_T* b) { TL_MMA_BODY(SHAPE, ACC_REG, PTX_TYPES, MIN_ARCH) }
+TL_MMA(mma_m16n8k16, "m16n8k16", float, "f", __half, "f32.f16.f16.f32", 800)
+TL_MMA(mma_m16n8k16, "m16n8k16", float, "f", __nv_bfloat16, "f32.bf16.bf16.f32", 800)
+TL_MMA(mma_m16n8k32, "m16n8k32", int, "r", signed char, "s32.s8.s8.s32", 800)
+TL_MMA(mma_m16n8k32, "m16n8k32", float, "f", __nv_fp8_e4m3, "f32.e4m3.e4m3.f32", 890)
+TL_MMA(mma_m16n8k32, "m16n8k32", float, "f", __nv_fp8_e5m2, "f32.e5m2.e5m2.f32", 890)
+#undef TL_MMA
+#undef TL_MMA_BODY
 
 // ------------------------------------------------------------------ printing
 
