@@ -276,7 +276,7 @@ class SoftwarePipeline : public IRMutator {
     for (size_t k = 0; k < stmts.size(); ++k)
       if (!is_producer[k] && !is_barrier(stmts[k])) consumers.push_back(stmts[k]);
     iter.push_back(AddStage(staged, floormod(i, c(S), sp)).mutate(make_seq(consumers, sp)));
-    out.push_back(with_loop_body(loop, make_seq(iter, sp), ForKind::Serial, {}));
+    out.push_back(with_loop_body(loop, make_seq(iter, sp), ForKind::Serial, {{"software_pipeline", int64_t(1)}}));
     return make_seq(out, sp);
   }
 

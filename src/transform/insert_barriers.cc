@@ -1,5 +1,8 @@
 #include "transform/insert_barriers.h"
 
+#include <functional>
+#include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -132,14 +135,17 @@ std::vector<RegionUse> region_uses(const TileOpNode* n) {
 class AccessCollector : public IRVisitor {
  public:
   using IRVisitor::visit;
-  AccessCollector(arith::Analyzer& analyzer, const std::unordered_set<const BufferNode*>& self_synchronised)
-      : analyzer_(analyzer), self_synchronised_(self_synchronised) {}
+  AccessCollector(arith::Analyzer& analyzer, const std::unordered_set<const BufferNode*>& self_synchronised,
+                  const std::unordered_map<const BufferNode*, const void*>& shared_bytes)
+      : analyzer_(analyzer), self_synchronised_(self_synchronised), shared_bytes_(shared_bytes) {}
   AccessSet accesses;
 
  protected:
   void record(const Buffer& b, bool write, std::vector<Interval> region) {
     if (!is_tracked(b) || self_synchronised_.count(b.get())) return;
     const void* storage = b->data ? static_cast<const void*>(b->data.get()) : b.get();
+    // Buffers planned into overlapping bytes of shared memory are one storage.
+    if (auto it = shared_bytes_.find(b.get()); it != shared_bytes_.end()) storage = it->second;
     Access a{storage, b.get(), write, std::move(region)};
     merge(accesses, {a});
   }
@@ -203,6 +209,7 @@ class AccessCollector : public IRVisitor {
  private:
   arith::Analyzer& analyzer_;
   const std::unordered_set<const BufferNode*>& self_synchronised_;
+  const std::unordered_map<const BufferNode*, const void*>& shared_bytes_;
 };
 
 // ---------------------------------------------------------------- uniformity
@@ -338,17 +345,38 @@ class BarrierPlanner {
     for (size_t d = 0; d < k->thread_vars.size() && d < k->threads.size(); ++d)
       analyzer_.bind(k->thread_vars[d].get(), 0, k->threads[d]);
     varying_.run(k);
-    // Buffers whose allocation says a software pipeline orders their accesses itself.
-    struct Pipelined : IRVisitor {
-      std::unordered_set<const BufferNode*>* out;
+    // Buffers whose allocation says a software pipeline orders their accesses itself, and
+    // the byte ranges the shared-memory plan gave the others.
+    struct Allocations : IRVisitor {
+      std::unordered_set<const BufferNode*>* pipelined;
+      std::vector<std::tuple<const BufferNode*, int64_t, int64_t>> ranges;
       using IRVisitor::visit;
       void visit_allocate(const AllocateNode* n) override {
-        if (n->attrs.count("pipelined")) out->insert(n->buffer.get());
+        if (n->attrs.count("pipelined")) pipelined->insert(n->buffer.get());
+        auto it = n->attrs.find("offset");
+        int64_t size = n->buffer->const_size();
+        if (it != n->attrs.end() && std::holds_alternative<int64_t>(it->second) && size >= 0) {
+          int64_t lo = std::get<int64_t>(it->second);
+          ranges.emplace_back(n->buffer.get(), lo, lo + size * n->buffer->dtype.bytes());
+        }
         IRVisitor::visit_allocate(n);
       }
-    } p;
-    p.out = &self_synchronised_;
-    p.visit(k->body);
+    } a;
+    a.pipelined = &self_synchronised_;
+    a.visit(k->body);
+    // Overlapping ranges join one storage (the first buffer of the group names it).
+    std::unordered_map<const BufferNode*, const BufferNode*> parent;
+    std::function<const BufferNode*(const BufferNode*)> root = [&](const BufferNode* b) {
+      return parent[b] == b ? b : parent[b] = root(parent[b]);
+    };
+    for (auto& [b, lo, hi] : a.ranges) parent[b] = b;
+    for (size_t i = 0; i < a.ranges.size(); ++i)
+      for (size_t j = i + 1; j < a.ranges.size(); ++j) {
+        auto& [bi, li, hi_i] = a.ranges[i];
+        auto& [bj, lj, hj] = a.ranges[j];
+        if (li < hj && lj < hi_i) parent[root(bj)] = root(bi);
+      }
+    for (auto& [b, lo, hi] : a.ranges) shared_bytes_[b] = root(b);
   }
 
   Stmt run(const Stmt& body) {
@@ -393,12 +421,12 @@ class BarrierPlanner {
   }
 
   AccessSet collect(const Stmt& s) {
-    AccessCollector c(analyzer_, self_synchronised_);
+    AccessCollector c(analyzer_, self_synchronised_, shared_bytes_);
     c.visit(s);
     return std::move(c.accesses);
   }
   AccessSet collect(const std::vector<Expr>& exprs) {
-    AccessCollector c(analyzer_, self_synchronised_);
+    AccessCollector c(analyzer_, self_synchronised_, shared_bytes_);
     for (auto& e : exprs) c.visit(e);
     return std::move(c.accesses);
   }
@@ -497,10 +525,36 @@ class BarrierPlanner {
     }
     if (may_not_run) merge(pending, on_entry);
 
+    if (n->attrs.count("software_pipeline")) merge(pending, pipelined_buffers_of(n->body));
     Stmt loop = body == n->body ? s
                                 : std::make_shared<ForNode>(n->var, n->min, n->extent, n->for_kind, body,
                                                             n->attrs, n->span);
     return with_barrier_before(barrier_before, loop, n->span);
+  }
+
+  // A software pipeline orders its own buffers inside the loop; after it, the loop counts as
+  // a write of every one whose bytes other buffers share, so their next user waits.
+  AccessSet pipelined_buffers_of(const Stmt& body) {
+    AccessSet out;
+    for_each_expr(body, [&](const ExprNode* e) {
+      auto* l = dynamic_cast<const BufferLoadNode*>(e);
+      if (!l || !self_synchronised_.count(l->buffer.get())) return;
+      auto it = shared_bytes_.find(l->buffer.get());
+      if (it != shared_bytes_.end()) merge(out, {Access{it->second, l->buffer.get(), true, {}}});
+    });
+    struct Regions : IRVisitor {
+      std::vector<const BufferNode*> buffers;
+      using IRVisitor::visit;
+      void visit_tile_op(const TileOpNode* n) override {
+        for (auto& r : n->regions) buffers.push_back(r.buffer.get());
+      }
+    } r;
+    r.visit(body);
+    for (auto* b : r.buffers) {
+      auto it = shared_bytes_.find(b);
+      if (self_synchronised_.count(b) && it != shared_bytes_.end()) merge(out, {Access{it->second, b, true, {}}});
+    }
+    return out;
   }
 
   Stmt plan_if(const Stmt& s, const IfThenElseNode* n, AccessSet& pending) {
@@ -533,6 +587,7 @@ class BarrierPlanner {
 
   arith::Analyzer analyzer_;
   std::unordered_set<const BufferNode*> self_synchronised_;
+  std::unordered_map<const BufferNode*, const void*> shared_bytes_;
   VaryingAnalysis varying_;
   std::vector<Event> events_;  // barriers placed so far, in order (compared by trials)
 };

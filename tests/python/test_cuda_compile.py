@@ -147,3 +147,20 @@ def test_lowering_report_names_the_decisions():
     assert "SIMT multiply-adds (tensor cores take float16/bfloat16/float8 inputs into float32" in simt
     old = _C.lower(matmul(128, 128, 64, in_dtype="float16").handle, "cuda -arch=sm_75").lowering_report()
     assert "mma.sync needs sm_80 or newer" in old and "cp.async needs sm_80" in old
+
+
+def test_shared_memory_reuse_after_the_pipeline():
+    """The epilogue's shared tile takes the bytes of the pipelined operand tiles, with one
+    barrier between the K loop and its first write, and none inside the loop beyond the
+    pipeline's own."""
+    func = matmul(256, 256, 256, 128, 128, 32, in_dtype="float16", out_dtype="float16", num_stages=3,
+                  epilogue_shared=True)
+    lowered = _C.lower(func.handle, "cuda -arch=sm_90a")
+    assert "shared memory 49152 bytes (81920 without reuse" in lowered.lowering_report()
+    source = _C.codegen(lowered, "cuda -arch=sm_90a")
+    assert "C_shared = reinterpret_cast<__half*>(tl_dyn_smem + 0)" in source
+    loop = source.index("for (int32_t k = 0")
+    after_loop = source.index("C_shared[", loop)
+    between = source[loop:after_loop]
+    # The pipeline's barrier in the loop, then the one that guards the reuse.
+    assert between.count("__syncthreads()") == 2

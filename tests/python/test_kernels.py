@@ -174,6 +174,18 @@ def test_gemm_dynamic_m(target, rng):
         np.testing.assert_allclose(c, _f64(a) @ _f64(b), rtol=1e-5, atol=1e-4)
 
 
+def test_gemm_epilogue_through_shared(target, rng):
+    """The result goes out through a shared tile that takes the operand tiles' bytes once
+    the K loop is over: the barrier between them must be there."""
+    M, N, K = 256, 192, 160
+    func = kernels.gemm.matmul(M, N, K, 128, 64, 32, in_dtype="float16", out_dtype="float16", num_stages=3,
+                               epilogue_shared=True)
+    kernel = _compile(func, target, out_idx=[2])
+    a, b = _uniform(rng, (M, K), "float16"), _uniform(rng, (K, N), "float16")
+    (c,) = _outputs(kernel(a, b))
+    np.testing.assert_allclose(_f64(c), _f64(a) @ _f64(b), **HALF_TOL)
+
+
 @pytest.mark.parametrize("in_dtype", ["int8", "float8_e4m3", "float8_e5m2"])
 def test_gemm_8bit(target, rng, in_dtype):
     """8-bit inputs, B stored N x K (the layout the tensor cores read them in): int8

@@ -6,6 +6,7 @@
 #include "transform/inject_software_pipeline.h"
 #include "transform/insert_barriers.h"
 #include "transform/legalize_safe_memory_access.h"
+#include "transform/plan_shared_memory.h"
 #include "transform/lower_to_threads.h"
 #include "transform/pass.h"
 #include "transform/simplify.h"
@@ -18,6 +19,8 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       {"legalize_safe_memory_access", legalize_safe_memory_access},
       // T.Pipelined: copies run ahead into multi-buffered shared memory (cp.async).
       {"inject_software_pipeline", [&](const PrimFunc& g) { return inject_software_pipeline(g, target); }},
+      // Shared buffers that are never alive together share bytes.
+      {"plan_shared_memory", plan_shared_memory},
       // Barriers are placed at tile level, where every statement is one block-wide step.
       {"insert_barriers", insert_barriers},
       // Layouts, then each thread's share of every tile operator and T.Parallel loop.

@@ -17,9 +17,12 @@ def matmul(
     transpose_B=False,
     num_stages=2,
     threads=128,
+    epilogue_shared=False,
 ):
     """A is stored (K, M) when transpose_A, else (M, K); B is stored (N, K)
-    when transpose_B, else (K, N). M may be a T.dynamic variable."""
+    when transpose_B, else (K, N). M may be a T.dynamic variable. With
+    epilogue_shared the result goes out through a shared tile (which can take
+    the bytes of the operand tiles once the K loop is over)."""
     A_shape = (K, M) if transpose_A else (M, K)
     B_shape = (N, K) if transpose_B else (K, N)
     A_tile = (block_K, block_M) if transpose_A else (block_M, block_K)
@@ -49,6 +52,11 @@ def matmul(
                 else:
                     T.copy(B[k * block_K, bx * block_N], B_shared)
                 T.gemm(A_shared, B_shared, C_local, transpose_A=transpose_A, transpose_B=transpose_B)
-            T.copy(C_local, C[by * block_M, bx * block_N])
+            if epilogue_shared:
+                C_shared = T.alloc_shared((block_M, block_N), out_dtype)
+                T.copy(C_local, C_shared)
+                T.copy(C_shared, C[by * block_M, bx * block_N])
+            else:
+                T.copy(C_local, C[by * block_M, bx * block_N])
 
     return main

@@ -1,0 +1,161 @@
+#include "transform/plan_shared_memory.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/functor.h"
+#include "transform/pass.h"
+
+namespace tl {
+namespace {
+
+constexpr int64_t kAlign = 128;
+
+int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+struct Lifetime {
+  const AllocateNode* alloc = nullptr;
+  int64_t bytes = 0;
+  int64_t first = -1, last = -1;  // statement numbers, inclusive
+};
+
+// Numbers the statements of a kernel body in program order and records, for every
+// shared.dyn buffer, the span of statements that use it.
+class LifetimeCollector : public IRVisitor {
+ public:
+  std::unordered_map<const BufferNode*, Lifetime> lifetimes;
+  std::vector<const BufferNode*> order;  // allocation order
+  using IRVisitor::visit;
+
+  void visit_allocate(const AllocateNode* n) override {
+    const Buffer& b = n->buffer;
+    if (b->scope == scope::kSharedDyn && b->const_size() >= 0 && !lifetimes.count(b.get())) {
+      lifetimes[b.get()] = {n, b->const_size() * b->dtype.bytes()};
+      order.push_back(b.get());
+    }
+    IRVisitor::visit_allocate(n);
+  }
+  void visit_for(const ForNode* n) override {
+    if (loop_depth_++ == 0) loop_start_ = counter_;
+    IRVisitor::visit_for(n);
+    if (--loop_depth_ == 0) {
+      // Everything used in this outermost loop lives for all of it.
+      for (auto* b : used_in_loop_) touch_span(b, loop_start_, counter_);
+      used_in_loop_.clear();
+    }
+  }
+  void visit_evaluate(const EvaluateNode* n) override {
+    ++counter_;
+    IRVisitor::visit_evaluate(n);
+  }
+  void visit_store(const BufferStoreNode* n) override {
+    ++counter_;
+    note(n->buffer);
+    IRVisitor::visit_store(n);
+  }
+  void visit_tile_op(const TileOpNode* n) override {
+    ++counter_;
+    for (auto& r : n->regions) note(r.buffer);
+    IRVisitor::visit_tile_op(n);
+  }
+  void visit_load(const BufferLoadNode* n) override {
+    note(n->buffer);
+    IRVisitor::visit_load(n);
+  }
+
+ private:
+  void note(const Buffer& b) {
+    if (!lifetimes.count(b.get())) return;
+    if (loop_depth_ > 0) used_in_loop_.push_back(b.get());
+    touch_span(b.get(), counter_, counter_);
+  }
+  void touch_span(const BufferNode* b, int64_t from, int64_t to) {
+    Lifetime& l = lifetimes[b];
+    l.first = l.first < 0 ? from : std::min(l.first, from);
+    l.last = std::max(l.last, to);
+  }
+
+  int64_t counter_ = 0, loop_start_ = 0;
+  int loop_depth_ = 0;
+  std::vector<const BufferNode*> used_in_loop_;
+};
+
+std::unordered_map<const AllocateNode*, int64_t> place(const LifetimeCollector& c) {
+  std::vector<const Lifetime*> items;
+  for (auto* b : c.order) items.push_back(&c.lifetimes.at(b));
+  std::stable_sort(items.begin(), items.end(), [](const Lifetime* a, const Lifetime* b) { return a->bytes > b->bytes; });
+  struct Placed {
+    const Lifetime* l;
+    int64_t offset;
+  };
+  std::vector<Placed> placed;
+  std::unordered_map<const AllocateNode*, int64_t> offsets;
+  for (const Lifetime* l : items) {
+    // Unused buffers (first < 0) still get room of their own.
+    auto alive_together = [&](const Lifetime* o) {
+      return l->first < 0 || o->first < 0 || !(l->last < o->first || o->last < l->first);
+    };
+    std::vector<std::pair<int64_t, int64_t>> taken;
+    for (auto& p : placed)
+      if (alive_together(p.l)) taken.push_back({p.offset, p.offset + p.l->bytes});
+    std::sort(taken.begin(), taken.end());
+    int64_t offset = 0;
+    for (auto& [lo, hi] : taken)
+      if (offset + l->bytes > lo && offset < hi) offset = round_up(hi, kAlign);
+    placed.push_back({l, offset});
+    offsets[l->alloc] = offset;
+  }
+  return offsets;
+}
+
+class SetOffsets : public IRMutator {
+ public:
+  explicit SetOffsets(std::unordered_map<const AllocateNode*, int64_t> offsets) : offsets_(std::move(offsets)) {}
+
+ protected:
+  Stmt mutate_allocate(const Stmt& s, const AllocateNode* n) override {
+    Stmt body = mutate(n->body);
+    auto it = offsets_.find(n);
+    if (it == offsets_.end()) return body == n->body ? s : std::make_shared<AllocateNode>(n->buffer, body, n->attrs, n->span);
+    Attrs attrs = n->attrs;
+    attrs["offset"] = it->second;
+    return std::make_shared<AllocateNode>(n->buffer, body, attrs, n->span);
+  }
+
+ private:
+  std::unordered_map<const AllocateNode*, int64_t> offsets_;
+};
+
+class PlanKernels : public IRMutator {
+ public:
+  std::vector<std::string> report;
+
+ protected:
+  Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
+    LifetimeCollector c;
+    c.visit(n->body);
+    if (c.order.empty()) return s;
+    auto offsets = place(c);
+    int64_t planned = 0, separate = 0;
+    for (auto& [b, l] : c.lifetimes) {
+      planned = std::max(planned, offsets.at(l.alloc) + l.bytes);
+      separate += round_up(l.bytes, kAlign);
+    }
+    if (planned < separate)
+      report.push_back(n->span.str() + ": shared memory " + std::to_string(planned) + " bytes (" +
+                       std::to_string(separate) + " without reuse of dead buffers' bytes)");
+    Stmt body = SetOffsets(std::move(offsets)).mutate(n->body);
+    return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, n->threads, body, n->span);
+  }
+};
+
+}  // namespace
+
+PrimFunc plan_shared_memory(const PrimFunc& f) {
+  PlanKernels pass;
+  Stmt body = pass.mutate(f->body);
+  return with_report(body == f->body ? f : with_body(f, body), pass.report);
+}
+
+}  // namespace tl
