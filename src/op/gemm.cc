@@ -340,7 +340,7 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
   Expr l8 = floormod(lane, c(8), sp), q = floordiv(lane, c(8), sp);
   Expr q_lo = floormod(q, c(2), sp), q_hi = floordiv(q, c(2), sp);
   DataType in_t = ra.buffer->dtype;
-  Buffer a_reg = make_buffer(rc.buffer->name + "_a", in_t, {c(MI * 8)}, scope::kLocal, sp);
+  Buffer a_reg = make_buffer(rc.buffer->name + "_a", in_t, {c(MI * a_regs)}, scope::kLocal, sp);
   // A held in registers has the accumulator layout of an M x K product on the same warps
   // (layout inference demands it): the eight values of atom (mi, kk) are the four of
   // columns 16 kk .. 16 kk + 7 followed by the four of the next 8 columns, in order.
@@ -350,7 +350,7 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
     Expr slot = mul(add(mul(mi, c(K / 8), sp), mul(kk, c(2), sp), sp), c(4), sp);
     return fragment_slot(ra.buffer, slot, sp);
   };
-  Buffer b_reg = make_buffer(rc.buffer->name + "_b", in_t, {c(NI * 4)}, scope::kLocal, sp);
+  Buffer b_reg = make_buffer(rc.buffer->name + "_b", in_t, {c(NI * b_regs)}, scope::kLocal, sp);
   bool clear = attr_int(op, "clear_accum", 0) != 0;
   auto unrolled = [&](const std::string& name, int64_t n, const std::function<Stmt(const Expr&)>& body) {
     return ctx.unrolled(name, n, body, sp);

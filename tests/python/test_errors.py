@@ -254,6 +254,23 @@ def test_constant_region_out_of_bounds(target):
     check_compile_error(ei, "oob_region", "S_tile", word("48"))
 
 
+def test_local_array_out_of_bounds(target):
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((128,), F32)):
+            with T.Kernel(1, threads=128) as bx:  # noqa: F841
+                r = T.alloc_local((4,), "float32")
+                for i in T.unroll(8):
+                    r[i] = 1.0  # <<err:oob_local>>
+                A[0] = r[0]
+
+        return main
+
+    with pytest.raises(TileLangBoundsError) as ei:
+        tilelang.compile(build(), target=target)
+    check_compile_error(ei, "oob_local", "'r' has 4 elements", word("7"))
+
+
 def test_reduce_bad_dim(target):
     def build():
         @T.prim_func

@@ -3,6 +3,7 @@
 // nest, fragments and shared buffers become block-private arrays.
 #include "transform/pipeline/cpu.h"
 
+#include "transform/check_register_bounds.h"
 #include "transform/check_tile_ops.h"
 #include "transform/legalize_safe_memory_access.h"
 #include "transform/lower_tile_ops.h"
@@ -23,6 +24,8 @@ PrimFunc lower_for_cpu(const PrimFunc& f, const Target& target) {
       {"lower_tile_ops", [&](const PrimFunc& g) { return lower_tile_ops(g, target); }},
       // Fold index arithmetic and drop the guards that block/loop ranges prove true.
       {"simplify", simplify},
+      // No per-thread (local) array is read or written past its end.
+      {"check_register_bounds", check_register_bounds},
   };
   return run_passes(f, passes);
 }

@@ -2,6 +2,7 @@
 // See docs/gpu_lowering.md for the plan; passes still to come are listed there.
 #include "transform/pipeline/cuda.h"
 
+#include "transform/check_register_bounds.h"
 #include "transform/check_tile_ops.h"
 #include "transform/inject_software_pipeline.h"
 #include "transform/insert_barriers.h"
@@ -26,6 +27,8 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       // Layouts, then each thread's share of every tile operator and T.Parallel loop.
       {"lower_to_threads", [&](const PrimFunc& g) { return lower_to_threads(g, target); }},
       {"simplify", simplify},
+      // No per-thread register array is read or written past its end.
+      {"check_register_bounds", check_register_bounds},
   };
   return run_passes(f, passes);
 }

@@ -1,0 +1,84 @@
+#include "transform/check_register_bounds.h"
+
+#include "arith/analyzer.h"
+#include "ir/error.h"
+#include "ir/functor.h"
+#include "op/region.h"
+
+namespace tl {
+namespace {
+
+class CheckRegisterBounds : public IRVisitor {
+ public:
+  using IRVisitor::visit;
+
+ protected:
+  void visit_kernel(const KernelNode* n) override {
+    for (size_t d = 0; d < n->block_vars.size() && d < n->grid.size(); ++d)
+      bind_loop_var(az_, n->block_vars[d].get(), make_int(0), n->grid[d]);
+    for (size_t d = 0; d < n->thread_vars.size() && d < n->threads.size(); ++d)
+      az_.bind(n->thread_vars[d].get(), 0, n->threads[d]);
+    IRVisitor::visit_kernel(n);
+  }
+  void visit_for(const ForNode* n) override {
+    bind_loop_var(az_, n->var.get(), n->min, n->extent);
+    IRVisitor::visit_for(n);
+    az_.unbind(n->var.get());
+  }
+  void visit_let(const LetStmtNode* n) override {
+    if (n->var->dtype.is_integer()) az_.bind(n->var.get(), az_.const_int_bound(n->value));
+    IRVisitor::visit_let(n);
+    az_.unbind(n->var.get());
+  }
+  void visit_load(const BufferLoadNode* n) override {
+    check(n->buffer, n->indices, 1, n->span);
+    IRVisitor::visit_load(n);
+  }
+  void visit_store(const BufferStoreNode* n) override {
+    check(n->buffer, n->indices, 1, n->span);
+    IRVisitor::visit_store(n);
+  }
+  void visit_call(const CallNode* n) override {
+    // Operands that name the first of several elements.
+    auto span_of = [&](size_t i, int64_t bytes) {
+      if (i >= n->args.size()) return;
+      if (auto* l = as<BufferLoadNode>(n->args[i]))
+        check(l->buffer, l->indices, std::max<int64_t>(1, bytes / std::max(1, l->buffer->dtype.bytes())), n->span);
+    };
+    if (n->op == "ldmatrix") span_of(2, 16);
+    if (n->op == "mma_sync") {
+      if (!n->args.empty())
+        if (auto* c = as<BufferLoadNode>(n->args[0])) check(c->buffer, c->indices, 4, n->span);
+      span_of(1, 16);
+      span_of(2, 8);
+    }
+    IRVisitor::visit_call(n);
+  }
+
+ private:
+  void check(const Buffer& b, const std::vector<Expr>& indices, int64_t count, Span span) {
+    if (b->scope != scope::kLocal || indices.size() != 1) return;
+    int64_t size = b->const_size();
+    if (size < 0) return;
+    arith::ConstIntBound r = az_.const_int_bound(indices[0]);
+    if (r.min >= 0 && r.max != arith::ConstIntBound::kPosInf && r.max + count <= size) return;
+    if (r.min == arith::ConstIntBound::kNegInf || r.max == arith::ConstIntBound::kPosInf) return;  // unknown
+    fail(ErrorKind::Bounds, span,
+         "per-thread array '" + b->name + "' has " + std::to_string(size) + " elements but is accessed at [" +
+             std::to_string(r.min) + ", " + std::to_string(r.max + count - 1) + "]",
+         "check the index range of T.alloc_local buffers; when the array is one the compiler made for a "
+         "fragment or a T.gemm operand, this is a compiler bug: please report it with the kernel");
+  }
+
+  arith::Analyzer az_;
+};
+
+}  // namespace
+
+PrimFunc check_register_bounds(const PrimFunc& f) {
+  CheckRegisterBounds c;
+  c.visit(f->body);
+  return f;
+}
+
+}  // namespace tl
