@@ -46,6 +46,7 @@ def rel_err(a, b):
 # the table reports the fastest (a small autotuning sweep, as users of TileLang do).
 GEMM_CONFIGS = [
     (128, 128, 32, 3, 128),
+    (128, 128, 32, 3, 128, 8),  # the last entry, when present, is T.use_swizzle's panel
     (128, 128, 32, 4, 256),
     (128, 256, 32, 3, 256),
     (256, 128, 32, 3, 256),
@@ -62,10 +63,11 @@ def gemm(shapes, dtype):
         ref_c = a.float() @ b.float()
         best = None
         for cfg in GEMM_CONFIGS:
-            bm, bn, bk, stages, threads = cfg
+            bm, bn, bk, stages, threads = cfg[:5]
+            panel = cfg[5] if len(cfg) > 5 else 0
             try:
                 k = matmul(m, n, kk, block_M=bm, block_N=bn, block_K=bk, num_stages=stages, threads=threads,
-                           dtype=dtype)
+                           dtype=dtype, swizzle_panel=panel)
                 err = rel_err(k(a, b), ref_c)
                 t = bench(lambda: k(a, b))
             except Exception as e:  # a configuration that does not compile is skipped, and said
@@ -82,7 +84,8 @@ def gemm(shapes, dtype):
         if best is None:
             ROWS.append((f"gemm {dtype}", shape, "FAILED", "", "", ""))
             continue
-        row(f"gemm {dtype} {best[1][:3]}", shape, best[0], ref, "cuBLAS", tflops, best[2])
+        label = f"{best[1][:3]}" + (f" panel {best[1][5]}" if len(best[1]) > 5 else "")
+        row(f"gemm {dtype} {label}", shape, best[0], ref, "cuBLAS", tflops, best[2])
 
 
 def gemm_8bit(n):

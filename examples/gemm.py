@@ -28,7 +28,7 @@ import tilelang.language as T
 
 @tilelang.jit(out_idx=[-1], target="auto")
 def matmul(M, N, K, block_M=128, block_N=128, block_K=32, num_stages=3, threads=128,
-           dtype="float32", accum_dtype="float32"):
+           dtype="float32", accum_dtype="float32", swizzle_panel=0):
 
     @T.prim_func
     def gemm(
@@ -37,6 +37,8 @@ def matmul(M, N, K, block_M=128, block_N=128, block_K=32, num_stages=3, threads=
         C: T.Tensor((M, N), dtype),
     ):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            if swizzle_panel:
+                T.use_swizzle(swizzle_panel)  # blocks panel by panel, for L2 reuse
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)

@@ -26,6 +26,7 @@ CASES = {
     "gemm_fp16_mma_transposed_4_stages": lambda: matmul(256, 256, 256, 64, 128, 64, in_dtype="float16",
                                                         transpose_A=True, transpose_B=True, num_stages=4,
                                                         threads=256),
+    "gemm_block_swizzle": lambda: matmul(512, 384, 128, 128, 128, 32, in_dtype="float16", swizzle_panel=3),
     "gemm_int8_mma": lambda: matmul(256, 256, 256, 128, 128, 64, in_dtype="int8", out_dtype="int32",
                                     accum_dtype="int32", transpose_B=True, num_stages=3),
     "gemm_fp8_e4m3_mma": lambda: matmul(256, 256, 256, 128, 128, 64, in_dtype="float8_e4m3",

@@ -271,6 +271,21 @@ def test_local_array_out_of_bounds(target):
     check_compile_error(ei, "oob_local", "'r' has 4 elements", word("7"))
 
 
+def test_use_swizzle_bad_order(target):
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((128,), F32)):
+            with T.Kernel(1, 1, threads=128) as (bx, by):  # noqa: F841
+                T.use_swizzle(8, order="diagonal")  # <<err:swizzle_order>>
+                A[0] = 1.0
+
+        return main
+
+    with pytest.raises(TileLangTypeError) as ei:
+        build()
+    check_compile_error(ei, "swizzle_order", "order must be 'row' or 'col'", "diagonal")
+
+
 def test_reduce_bad_dim(target):
     def build():
         @T.prim_func

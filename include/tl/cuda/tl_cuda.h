@@ -379,6 +379,23 @@ TL_DEVICE void cp_async_wait() {
 #endif
 }
 
+// ------------------------------------------------------------------ block order
+
+// T.use_swizzle: block ids run panel by panel. With kByCols false, kPanel consecutive rows
+// of blocks (y) form a panel walked column by column (x), so the blocks resident at once
+// share a few rows of one operand and a few columns of the other in L2; the last panel may
+// be shorter. kByCols swaps the roles of x and y. A bijection on the grid.
+template <int kPanel, bool kByCols>
+TL_DEVICE void rasterize(int& x, int& y) {
+  const unsigned int gx = kByCols ? gridDim.y : gridDim.x, gy = kByCols ? gridDim.x : gridDim.y;
+  const unsigned int id = blockIdx.x + blockIdx.y * gridDim.x;
+  const unsigned int per_panel = kPanel * gx, panel = id / per_panel, offset = id % per_panel;
+  const unsigned int rows = min(static_cast<unsigned int>(kPanel), gy - panel * kPanel);
+  const int across = static_cast<int>(offset / rows), down = static_cast<int>(panel * kPanel + offset % rows);
+  x = kByCols ? down : across;
+  y = kByCols ? across : down;
+}
+
 // ------------------------------------------------------------------ tensor cores
 
 // ldmatrix.x4: four 8x8 matrices of 16-bit elements from shared memory; lane l gives the

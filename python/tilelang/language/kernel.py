@@ -43,3 +43,21 @@ def get_thread_binding(dim: int = 0):
 def get_thread_bindings():
     b = _builder.require("T.get_thread_bindings")
     return list(b.kernels[-1][0])
+
+
+def use_swizzle(panel_size: int, order: str = "row", enable: bool = True):
+    """Launch the blocks of a 2-D grid panel by panel, for L2 reuse: with order "row",
+    panel_size consecutive rows of blocks (the second grid index) form a panel that is
+    walked column by column ("col": the roles of the two indices swap). The block indices
+    the kernel sees are remapped; the set of blocks is unchanged. A no-op on the CPU."""
+    b = _builder.require("T.use_swizzle")
+    if not b.kernels:
+        raise _builder.error(_builder.error_cls("TileLangSyntaxError"), "T.use_swizzle is used outside a T.Kernel block")
+    if order not in ("row", "col"):
+        raise _builder.error(_builder.error_cls("TileLangTypeError"),
+                             f"T.use_swizzle: order must be 'row' or 'col', got {order!r}")
+    if not isinstance(panel_size, int) or panel_size < 1:
+        raise _builder.error(_builder.error_cls("TileLangTypeError"),
+                             f"T.use_swizzle: panel_size must be a positive int, got {panel_size!r}")
+    if enable:
+        b.emit(_C.evaluate(_C.call_void("use_swizzle", [int(panel_size), 0 if order == "row" else 1])))

@@ -479,7 +479,22 @@ class CodeGenCUDA : public Emitter {
       var_names_[v.get()] = n;
       nonneg_.insert(v.get());
     };
-    for (size_t d = 0; d < k->block_vars.size(); ++d)
+    // T.use_swizzle: the first two block indices come from the panel-by-panel order.
+    const CallNode* swizzle = nullptr;
+    for_each_expr(k->body, [&](const ExprNode* e) {
+      if (auto* c = dynamic_cast<const CallNode*>(e); c && c->op == "use_swizzle") swizzle = c;
+    });
+    if (swizzle && k->block_vars.size() >= 2) {
+      std::string bx = names_.fresh(k->block_vars[0]->name), by = names_.fresh(k->block_vars[1]->name);
+      line("int32_t " + bx + ", " + by + ";");
+      line("tl::rasterize<" + std::to_string(const_arg(swizzle, 0, "panel size")) + ", " +
+           (const_arg(swizzle, 1, "order") ? "true" : "false") + ">(" + bx + ", " + by + ");");
+      for (int d = 0; d < 2; ++d) {
+        var_names_[k->block_vars[d].get()] = d ? by : bx;
+        nonneg_.insert(k->block_vars[d].get());
+      }
+    }
+    for (size_t d = swizzle && k->block_vars.size() >= 2 ? 2 : 0; d < k->block_vars.size(); ++d)
       bind_builtin(k->block_vars[d], std::string("blockIdx.") + "xyz"[d]);
     for (size_t d = 0; d < k->thread_vars.size(); ++d)
       bind_builtin(k->thread_vars[d], std::string("threadIdx.") + "xyz"[d]);
@@ -623,7 +638,7 @@ class CodeGenCUDA : public Emitter {
 
   static bool is_statement_call(const std::string& op) {
     return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
-           op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync";
+           op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "use_swizzle";
   }
 
   Code emit_call(const CallNode* n) override {
@@ -843,6 +858,7 @@ class CodeGenCUDA : public Emitter {
            ", &" + element(src->buffer, src->indices, src->span) + ");");
       return;
     }
+    if (op == "use_swizzle") return;  // applied where the block indices are bound
     if (op == "ldmatrix") {
       // ldmatrix(trans, count, registers, shared element): count 8x8 matrices of 16-bit values.
       require_arch(75, call->span, "ldmatrix");

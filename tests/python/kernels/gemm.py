@@ -18,11 +18,13 @@ def matmul(
     num_stages=2,
     threads=128,
     epilogue_shared=False,
+    swizzle_panel=0,
 ):
     """A is stored (K, M) when transpose_A, else (M, K); B is stored (N, K)
     when transpose_B, else (K, N). M may be a T.dynamic variable. With
     epilogue_shared the result goes out through a shared tile (which can take
-    the bytes of the operand tiles once the K loop is over)."""
+    the bytes of the operand tiles once the K loop is over). swizzle_panel > 0
+    launches the blocks panel by panel (T.use_swizzle)."""
     A_shape = (K, M) if transpose_A else (M, K)
     B_shape = (N, K) if transpose_B else (K, N)
     A_tile = (block_K, block_M) if transpose_A else (block_M, block_K)
@@ -35,6 +37,8 @@ def matmul(
         C: T.Tensor((M, N), out_dtype),
     ):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            if swizzle_panel:
+                T.use_swizzle(swizzle_panel)
             A_shared = T.alloc_shared(A_tile, in_dtype)
             B_shared = T.alloc_shared(B_tile, in_dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
