@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 
 from . import _C  # noqa: F401 - the compiler core
 from . import ir  # noqa: F401 - installs the operators of kernel expressions
-from . import errors, language  # noqa: F401
+from . import errors, language, layout  # noqa: F401
 from .jit import JITKernel, compile, jit
 from .profiler import do_bench
 

@@ -110,5 +110,6 @@ const TileOpDef& atomic_add_op();  // atomic.cc
 const TileOpDef& atomic_max_op();
 const TileOpDef& atomic_min_op();
 const TileOpDef& print_op();  // print.cc
+const TileOpDef& annotate_layout_op();  // annotate_layout.cc
 
 }  // namespace tl

@@ -11,6 +11,7 @@ const TileOpDef* find_tile_op(const std::string& name) {
   static const std::vector<const TileOpDef*> table = {
       &copy_op(),       &fill_op(),       &gemm_op(),       &reduce_op(), &cumsum_op(),
       &atomic_add_op(), &atomic_max_op(), &atomic_min_op(), &print_op(),
+      &annotate_layout_op(),
   };
   for (const TileOpDef* def : table)
     if (name == def->name) return def;

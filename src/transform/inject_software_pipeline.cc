@@ -51,7 +51,8 @@ class UseCollector : public IRVisitor {
     IRVisitor::visit_store(n);
   }
   void visit_tile_op(const TileOpNode* n) override {
-    for (auto& r : n->regions) note(r.buffer);
+    if (n->op != "annotate_layout")  // a request about storage, not a use
+      for (auto& r : n->regions) note(r.buffer);
     IRVisitor::visit_tile_op(n);
   }
 
@@ -166,6 +167,8 @@ class SoftwarePipeline : public IRMutator {
  public:
   SoftwarePipeline(const Target& target, BufferUses uses) : target_(target), uses_(std::move(uses)) {}
   std::vector<std::string> report;
+  // Every buffer this pass multi-buffered, and its staged copy.
+  const std::unordered_map<const BufferNode*, Buffer>& staged() const { return staged_; }
 
  protected:
   Stmt mutate_allocate(const Stmt& s, const AllocateNode* n) override {
@@ -294,11 +297,30 @@ class SoftwarePipeline : public IRMutator {
 
 }  // namespace
 
+// Layout annotations of multi-buffered buffers follow them to their staged copies.
+class RetargetAnnotations : public IRMutator {
+ public:
+  explicit RetargetAnnotations(const std::unordered_map<const BufferNode*, Buffer>& staged) : staged_(staged) {}
+
+ protected:
+  Stmt mutate_tile_op(const Stmt& s, const TileOpNode* n) override {
+    if (n->op != "annotate_layout" || n->regions.size() != 1) return s;
+    auto it = staged_.find(n->regions[0].buffer.get());
+    if (it == staged_.end()) return s;
+    return std::make_shared<TileOpNode>(n->op, std::vector<BufferRegion>{full_region(it->second, n->span)}, n->args,
+                                        n->attrs, n->span);
+  }
+
+ private:
+  const std::unordered_map<const BufferNode*, Buffer>& staged_;
+};
+
 PrimFunc inject_software_pipeline(const PrimFunc& f, const Target& target) {
   UseCollector uses;
   uses.visit(f->body);
   SoftwarePipeline pass(target, std::move(uses.uses));
   Stmt body = pass.mutate(f->body);
+  if (!pass.staged().empty()) body = RetargetAnnotations(pass.staged()).mutate(body);
   return with_report(body == f->body ? f : with_body(f, body), pass.report);
 }
 

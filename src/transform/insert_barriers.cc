@@ -125,6 +125,7 @@ std::vector<RegionUse> region_uses(const TileOpNode* n) {
   else if (op == "reduce") uses = {r, rw};
   else if (op.rfind("atomic_", 0) == 0) uses = {rw, r};
   else if (op == "print") uses = {r};
+  else if (op == "annotate_layout") uses = {{false, false}};  // runs no code
   // An operator this table does not know may do anything to its operands.
   uses.resize(n->regions.size(), rw);
   return uses;

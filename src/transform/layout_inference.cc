@@ -152,6 +152,10 @@ class LayoutInference : public IRVisitor {
         fragment_copies_.push_back({n->regions[0].buffer.get(), n->regions[1].buffer.get()});
     }
     if (strict_ && n->op == "gemm" && n->regions.size() == 3) gemm_demands(n);
+    if (strict_ && n->op == "annotate_layout" && n->regions.size() == 1) {
+      const Buffer& b = n->regions[0].buffer;
+      swizzled_[b.get()] = pick_swizzle_mode(*const_int(b->shape.back()), b->dtype.bits);  // checked
+    }
     if (derive_ && n->op == "reduce" && n->regions.size() == 2) {
       const Buffer &src = n->regions[0].buffer, &dst = n->regions[1].buffer;
       const TilePartition* from = layout_of(src);

@@ -56,7 +56,8 @@ class LifetimeCollector : public IRVisitor {
   }
   void visit_tile_op(const TileOpNode* n) override {
     ++counter_;
-    for (auto& r : n->regions) note(r.buffer);
+    if (n->op != "annotate_layout")  // a request about storage, not a use
+      for (auto& r : n->regions) note(r.buffer);
     IRVisitor::visit_tile_op(n);
   }
   void visit_load(const BufferLoadNode* n) override {

@@ -286,6 +286,23 @@ def test_use_swizzle_bad_order(target):
     check_compile_error(ei, "swizzle_order", "order must be 'row' or 'col'", "diagonal")
 
 
+def test_annotate_layout_of_a_fragment(target):
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((64, 64), F32)):
+            with T.Kernel(1, threads=128) as bx:  # noqa: F841
+                F = T.alloc_fragment((64, 64), "float32")
+                T.annotate_layout({F: tilelang.layout.make_swizzled_layout(F)})  # <<err:annotate_frag>>
+                T.copy(A, F)
+                T.copy(F, A)
+
+        return main
+
+    with pytest.raises(TileLangLayoutError) as ei:
+        tilelang.compile(build(), target=target)
+    check_compile_error(ei, "annotate_frag", "'F' is in scope 'local.fragment'", "shared buffers")
+
+
 def test_reduce_bad_dim(target):
     def build():
         @T.prim_func

@@ -186,6 +186,26 @@ def test_gemm_block_swizzle(target, rng, panel):
     np.testing.assert_allclose(c, _f64(a) @ _f64(b), rtol=1e-5, atol=1e-4)
 
 
+def test_annotated_swizzle(target, rng):
+    """A shared tile stored swizzled at the user's request (T.annotate_layout), written by
+    rows and read by columns: every element lands where it is read back."""
+    M, N = 64, 128
+
+    @T.prim_func
+    def transpose_swizzled(A: T.Tensor((M, N), "float16"), B: T.Tensor((N, M), "float16")):
+        with T.Kernel(1, threads=128) as bx:  # noqa: F841
+            S = T.alloc_shared((M, N), "float16")
+            T.annotate_layout({S: tilelang.layout.make_swizzled_layout(S)})
+            T.copy(A, S)
+            for i, j in T.Parallel(N, M):
+                B[i, j] = S[j, i]
+
+    kernel = _compile(transpose_swizzled, target, out_idx=[1])
+    a = _uniform(rng, (M, N), "float16")
+    (b,) = _outputs(kernel(a))
+    np.testing.assert_array_equal(b, a.T)
+
+
 def test_gemm_epilogue_through_shared(target, rng):
     """The result goes out through a shared tile that takes the operand tiles' bytes once
     the K loop is over: the barrier between them must be there."""

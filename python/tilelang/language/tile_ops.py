@@ -167,3 +167,23 @@ def print(obj, msg="", warp_group_id=0, warp_id=0):  # noqa: A001 - the DSL's na
     else:
         pieces = [_C.string(f"{msg} ")] if msg else []
         b.emit(_C.evaluate(_C.call_void("print", pieces + [obj])))
+
+
+def annotate_layout(layouts):
+    """T.annotate_layout({buffer: layout}): how to store buffers. Supported: a shared
+    buffer with tilelang.layout.make_swizzled_layout(buffer)."""
+    from ..layout import SwizzledLayout
+    from ..errors import TileLangTypeError, TileLangUnsupportedError
+    if not isinstance(layouts, dict):
+        raise _builder.error(TileLangTypeError, "T.annotate_layout takes a dict {buffer: layout}",
+                             "write T.annotate_layout({A_shared: tilelang.layout.make_swizzled_layout(A_shared)})")
+    for buf, layout in layouts.items():
+        if not isinstance(buf, Buffer):
+            raise _builder.error(TileLangTypeError, f"T.annotate_layout: the key {buf!r} is not a buffer",
+                                 "use the buffer T.alloc_shared returned as the key")
+        if not isinstance(layout, SwizzledLayout):
+            raise _builder.error(TileLangUnsupportedError,
+                                 f"T.annotate_layout: layout {type(layout).__name__} for '{buf.name}' is not "
+                                 "supported yet; only tilelang.layout.make_swizzled_layout is",
+                                 "drop the annotation: layout inference chooses fragment layouts itself")
+        _emit("annotate_layout", [full_region(buf)], (), {"layout": "swizzled"})
