@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "runtime/cuda/cuda_module.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/nvcc.h"
 #include "runtime/cuda/nvrtc.h"
 
 namespace tl::py {
@@ -51,19 +52,29 @@ void bind_cuda(nb::module_& m) {
   });
   m.def("cuda_device_arch", [](int device) { return device_arch(device); }, nb::arg("device") = 0);
   m.def("nvrtc_id", []() { return "nvrtc " + nvrtc_version(); });
-  m.def("nvrtc_compile", [](const std::string& source, const std::string& name, const std::string& arch,
-                            const std::vector<std::string>& include_dirs) {
-    CudaCompileOptions opts;
-    opts.arch = arch;
-    opts.include_dirs = include_dirs;
-    for (auto& d : cuda_include_dirs()) opts.include_dirs.push_back(d);
-    CompiledCuda out;
-    {
-      nb::gil_scoped_release release;
-      out = compile_with_nvrtc(source, name, opts);
-    }
-    return nb::bytes(out.binary.data(), out.binary.size());
-  });
+  // (source, file name, arch, include dirs) -> cubin, through NVRTC in process or nvcc.
+  auto compile_cubin = [](auto compiler) {
+    return [compiler](const std::string& source, const std::string& name, const std::string& arch,
+                      const std::vector<std::string>& include_dirs) {
+      CudaCompileOptions opts;
+      opts.arch = arch;
+      opts.include_dirs = include_dirs;
+      for (auto& d : cuda_include_dirs()) opts.include_dirs.push_back(d);
+      CompiledCuda out;
+      {
+        nb::gil_scoped_release release;
+        out = compiler(source, name, opts);
+      }
+      return nb::bytes(out.binary.data(), out.binary.size());
+    };
+  };
+  m.def("nvrtc_compile", compile_cubin([](const std::string& s, const std::string& n, const CudaCompileOptions& o) {
+    return compile_with_nvrtc(s, n, o);
+  }));
+  m.def("nvcc_compile", compile_cubin([](const std::string& s, const std::string& n, const CudaCompileOptions& o) {
+    return compile_with_nvcc(s, n, o);
+  }));
+  m.def("nvcc_available", []() { return nvcc_available(); });
   m.def("cuda_kernel_infos", [](const PyFunc& f) {
     nb::list out;
     for (auto& k : cuda_kernel_infos(f.f)) {
