@@ -30,6 +30,14 @@ def view_of(x, param_name: str) -> ArrayView:
         return ArrayView(x.data_ptr(), tuple(x.shape), tuple(x.stride()), canonical(x.dtype), "torch",
                          x.device.type, x)
     if hasattr(x, "__dlpack__"):
+        device_type = x.__dlpack_device__()[0] if hasattr(x, "__dlpack_device__") else 1
+        if device_type in (2, 13):  # kDLCUDA, kDLCUDAManaged: viewed through torch, zero-copy
+            try:
+                import torch
+            except ImportError as e:
+                raise TypeError(f"argument '{param_name}': a CUDA DLPack tensor ({type(x).__name__}) needs torch "
+                                "installed to be read") from e
+            return view_of(torch.from_dlpack(x), param_name)
         try:
             arr = np.from_dlpack(x)
         except Exception as e:  # a device array numpy cannot view

@@ -178,7 +178,7 @@ class JITKernel:
                 continue
             v = view_of(a, p.name)
             if v.lib == "torch":
-                lib, like = "torch", a
+                lib, like = "torch", v.obj
             staged = device == "cuda" and v.device == "cpu" and v.lib == "numpy"
             self._check_buffer_arg(binder, i, p, v, "cpu" if staged else device)
             values[i] = _stage(v.obj, keep) if staged else v.ptr
