@@ -54,7 +54,7 @@ GEMM_CONFIGS = [
 ]
 
 
-def gemm(shapes, dtype):
+def gemm(shapes, dtype, configs=None):
     from gemm import matmul
     tdt = getattr(torch, dtype)
     for (m, n, kk) in shapes:
@@ -62,7 +62,7 @@ def gemm(shapes, dtype):
         b = torch.randn(kk, n, device="cuda", dtype=tdt)
         ref_c = a.float() @ b.float()
         best = None
-        for cfg in GEMM_CONFIGS:
+        for cfg in configs or GEMM_CONFIGS:
             bm, bn, bk, stages, threads = cfg[:5]
             panel = cfg[5] if len(cfg) > 5 else 0
             try:
@@ -321,11 +321,14 @@ def main():
         ("gemm fp16", lambda: gemm([(n, n, n) for n in ([2048] if args.quick else [1024, 4096, 8192])], "float16")),
         ("gemm bf16", lambda: gemm([(n, n, n) for n in ([2048] if args.quick else [2048, 4096, 8192])] +
                                    ([] if args.quick else [(4096, 14336, 4096), (16384, 4096, 4096)]), "bfloat16")),
+        ("gemm bf16 16384", lambda: None if args.quick else gemm([(16384, 16384, 16384)], "bfloat16",
+                                                                 GEMM_CONFIGS[:2])),
         ("gemm 8-bit", lambda: gemm_8bit(4096)),
         ("rowwise", lambda: rowwise(8192, 1024, 8, 128)),
         ("rowwise large", lambda: rowwise(65536, 1024, 8, 128)),
         ("rowwise long rows", lambda: rowwise(16384, 8192, 1, 256)),
         ("attention d64", lambda: attention(4096, 64, False)),
+        ("attention d64 causal", lambda: attention(4096, 64, True)),
         ("attention d128", lambda: attention(4096, 128, False)),
         ("attention d128 causal", lambda: attention(4096, 128, True)),
     ]
