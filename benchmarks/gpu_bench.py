@@ -277,17 +277,22 @@ def compile_times():
             "torch.zeros(1, device='cuda'); f = gpu_bench._plain_gemm(); t0 = time.perf_counter(); "
             "tilelang.compile(f, out_idx=[-1], target='cuda'); "
             "print((time.perf_counter() - t0) * 1e3)") % str(Path(__file__).resolve().parent)
-    t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    whole = time.perf_counter() - t0
+    hits, wholes = [], []
+    for _ in range(3):  # three fresh processes: the first may pay for cold files
+        t0 = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        wholes.append(time.perf_counter() - t0)
+        hits.append(float(out.split()[-1]))
+    print(f"cache hits in new processes: {', '.join(f'{h:.1f}' for h in hits)} ms")
+    whole = sorted(wholes)[1]
     # Where a hit spends its time (printed to the log, not the table).
     prof = code.replace("t0 = time.perf_counter(); ", "import cProfile, pstats; t0 = time.perf_counter(); "
                         "pr = cProfile.Profile(); pr.enable(); ").replace(
         "print((time.perf_counter() - t0) * 1e3)",
         "pr.disable(); pstats.Stats(pr).sort_stats('cumulative').print_stats(14)")
     print(subprocess.run([sys.executable, "-c", prof], capture_output=True, text=True).stdout[-3000:])
-    ROWS.append(("cache hit, new process", "ms", f"{float(out.split()[-1]):.1f}", f"{whole * 1e3:.0f} (whole process)",
-                 "", ""))
+    ROWS.append(("cache hit, new process (median of 3)", "ms", f"{sorted(hits)[1]:.1f}",
+                 f"{whole * 1e3:.0f} (whole process)", "", ""))
 
 
 def _plain_gemm():
