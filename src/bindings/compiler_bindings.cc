@@ -9,12 +9,14 @@
 #include "bindings/handles.h"
 #include "codegen/cpu/codegen_cpu.h"
 #include "codegen/cuda/codegen_cuda.h"
+#include "codegen/wgsl/codegen_wgsl.h"
 #include "ir/error.h"
 #include "runtime/host_compiler.h"
 #include "runtime/host_module.h"
 #include "target/target.h"
 #include "transform/pipeline/cpu.h"
 #include "transform/pipeline/cuda.h"
+#include "transform/pipeline/webgpu.h"
 
 namespace tl::py {
 namespace {
@@ -68,7 +70,28 @@ void bind_compiler(nb::module_& m) {
   m.def("normalise_target", [](const std::string& s) { return Target::parse(s).str(); });
   m.def("lower", [](const PyFunc& f, const std::string& target) {
     Target t = Target::parse(target);
-    return PyFunc{t.kind == "cuda" ? lower_for_cuda(f.f, t) : lower_for_cpu(f.f, t)};
+    if (t.kind == "cuda") return PyFunc{lower_for_cuda(f.f, t)};
+    if (t.kind == "webgpu") return PyFunc{lower_for_webgpu(f.f, t)};
+    return PyFunc{lower_for_cpu(f.f, t)};
+  });
+  // The WGSL of a function lowered for webgpu, with what the runtime needs to launch it.
+  m.def("codegen_wgsl", [](const PyFunc& f, bool has_f16) {
+    WgslOptions opts;
+    opts.has_f16 = has_f16;
+    WgslKernel k = codegen_wgsl(f.f, opts);
+    nb::dict d;
+    d["source"] = k.source;
+    nb::list grid;
+    for (auto& g : k.grid) grid.append(PyExpr{g});
+    d["grid"] = grid;
+    d["workgroup_size"] = nb::make_tuple(k.workgroup_size[0], k.workgroup_size[1], k.workgroup_size[2]);
+    d["workgroup_bytes"] = k.workgroup_bytes;
+    nb::list buffers, uniforms;
+    for (auto& b : k.buffers) buffers.append(nb::make_tuple(b.param_index, b.name, b.dtype.str(), b.written));
+    for (auto& u : k.uniforms) uniforms.append(nb::make_tuple(u.param_index, u.name, u.dtype.str()));
+    d["buffers"] = buffers;
+    d["uniforms"] = uniforms;
+    return d;
   });
   m.def("codegen", [](const PyFunc& f, const std::string& target) {
     Target t = Target::parse(target);
@@ -77,6 +100,7 @@ void bind_compiler(nb::module_& m) {
       if (!t.arch.empty()) opts.arch = t.arch;
       return codegen_cuda(f.f, opts);
     }
+    if (t.kind == "webgpu") return codegen_wgsl(f.f, WgslOptions{true}).source;
     return codegen_cpu(f.f);
   });
   m.def("host_compiler_id", []() { return host_compiler_id(); });

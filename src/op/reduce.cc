@@ -1,5 +1,6 @@
 // T.reduce_{sum,max,min,abssum,absmax}(src, dst, dim, clear): dst = reduction of src over
 // dimension dim; with clear=False the result is combined with what dst holds.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -161,11 +162,11 @@ Stmt reduce_whole_tile(const TileOpNode& op, ReduceKind kind, bool clear, const 
   const BufferRegion &src = op.regions[0], &dst = op.regions[1];
   DataType t = dst.buffer->dtype;
   Span sp = op.span;
-  int64_t threads = ctx.num_threads;
-  if (threads > 32 && threads % 32 != 0)
+  int64_t threads = ctx.num_threads, warp = ctx.target.warp_size();
+  if (threads > warp && threads % warp != 0)
     fail(ErrorKind::Unsupported, sp,
-         op_name(op) + " of a whole tile needs a multiple of 32 threads on target " + ctx.target.kind +
-             ", the kernel has " + std::to_string(threads),
+         op_name(op) + " of a whole tile needs a multiple of " + std::to_string(warp) + " threads on target " +
+             ctx.target.kind + ", the kernel has " + std::to_string(threads),
          "launch the kernel with threads=32, 64, 96, 128, ...");
   auto c = [](int64_t v) { return make_int(v); };
   Buffer acc = make_scalar_buffer(dst.buffer->name + "_red", t, sp);
@@ -180,21 +181,22 @@ Stmt reduce_whole_tile(const TileOpNode& op, ReduceKind kind, bool clear, const 
   steps.push_back(ctx.over_owned(layout, [&](const std::vector<Expr>& idx) {
     return set_acc(combine(kind, acc_val, element(idx), sp));
   }, sp, "r"));
-  int64_t width = threads >= 32 ? 32 : threads;
+  // Lanes of a warp by shuffles, warps (or, without shuffles, threads) through shared memory.
+  int64_t width = std::min(threads, warp);
   for (int64_t m = width / 2; m >= 1; m /= 2) {
-    Expr other = std::make_shared<CallNode>(t, "shfl_xor", std::vector<Expr>{acc_val, c(m), c(32)}, sp);
+    Expr other = std::make_shared<CallNode>(t, "shfl_xor", std::vector<Expr>{acc_val, c(m), c(warp)}, sp);
     steps.push_back(set_acc(combine(kind, acc_val, other, sp)));
   }
   Stmt sync = sync_threads(sp);
-  if (threads > 32) {
-    int64_t warps = threads / 32;
+  if (threads > warp) {
+    int64_t warps = threads / warp;
     Buffer partial = make_buffer(dst.buffer->name + "_warps", t, {c(warps)}, "shared", sp);
     ctx.scratch.push_back(partial);
-    Expr lane = floormod(ctx.thread, c(32), sp), warp = floordiv(ctx.thread, c(32), sp);
-    steps.push_back(std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, lane, c(0), sp),
-                                                     std::make_shared<BufferStoreNode>(partial, acc_val,
-                                                                                       std::vector<Expr>{warp}, sp),
-                                                     nullptr, sp));
+    Expr lane = floormod(ctx.thread, c(warp), sp), warp_id = floordiv(ctx.thread, c(warp), sp);
+    Stmt put = std::make_shared<BufferStoreNode>(partial, acc_val, std::vector<Expr>{warp_id}, sp);
+    steps.push_back(warp > 1 ? Stmt(std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, lane, c(0), sp), put,
+                                                                     nullptr, sp))
+                             : put);
     steps.push_back(sync);
     steps.push_back(set_acc(identity(kind, t, sp)));
     Var w = make_var("rw", DataType::Int(32), sp);
@@ -301,7 +303,8 @@ Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
   for (auto& d : red_axis.digits) {
     if (!d.on_thread || d.extent == 1) continue;
     bool pow2 = (d.extent & (d.extent - 1)) == 0 && (d.stride & (d.stride - 1)) == 0;
-    int64_t inner = pow2 && d.stride < 32 ? std::min(d.extent, 32 / d.stride) : 1;
+    int64_t warp = ctx.target.warp_size();
+    int64_t inner = pow2 && d.stride < warp ? std::min(d.extent, warp / d.stride) : 1;
     if (inner > 1) {
       for (int64_t m = d.stride * inner / 2; m >= d.stride; m /= 2) shuffle_masks.push_back(m);
       TilePartition::Digit lanes{d.name, inner, true, d.stride};

@@ -23,14 +23,18 @@ Target Target::parse(const std::string& s) {
     }
     return t;
   }
-  static const char* known_later[] = {"hip", "rocm", "webgpu", "metal", "ascend"};
+  if (k == "webgpu") {
+    t.kind = "webgpu";
+    return t;
+  }
+  static const char* known_later[] = {"hip", "rocm", "metal", "ascend"};
   for (auto* name : known_later) {
     if (k == name)
       fail(ErrorKind::Unsupported, {}, "target '" + s + "' is not available in this build",
-           "use target=\"cpu\" or target=\"cuda\"");
+           "use target=\"cpu\", \"cuda\" or \"webgpu\"");
   }
   fail(ErrorKind::Unsupported, {}, "unknown target '" + s + "'",
-       "known targets: cpu (aliases c, llvm), cuda (cuda -arch=sm_90a), auto");
+       "known targets: cpu (aliases c, llvm), cuda (cuda -arch=sm_90a), webgpu, auto");
 }
 
 std::string Target::str() const {

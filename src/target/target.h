@@ -5,7 +5,7 @@
 namespace tl {
 
 struct Target {
-  std::string kind = "cpu";  // "cpu" or "cuda" (later: "hip", "webgpu", "metal")
+  std::string kind = "cpu";  // "cpu", "cuda" or "webgpu" (later: "hip", "metal")
   std::string arch;          // "host" for the CPU; "sm_90a", "sm_80"... for CUDA (empty: the device's)
   int max_threads_per_block = 1024;
 
@@ -16,6 +16,9 @@ struct Target {
   std::string str() const;
   // The compute capability of a CUDA arch ("sm_90a" -> 90); 0 when none is given.
   int arch_number() const;
+  // How many threads exchange registers by shuffles (a CUDA warp); 1 where lowerings must
+  // go through shared memory instead (WebGPU: subgroup sizes vary by adapter).
+  int warp_size() const { return kind == "cuda" ? 32 : 1; }
 };
 
 }  // namespace tl

@@ -153,7 +153,12 @@ class CudaBackend:
 
 
 def backend_for(target: str):
-    return CudaBackend() if target.startswith("cuda") else CpuBackend()
+    if target.startswith("cuda"):
+        return CudaBackend()
+    if target.startswith("webgpu"):
+        from .webgpu import WebGPUBackend
+        return WebGPUBackend()
+    return CpuBackend()
 
 
 def resolve_target(target) -> str:

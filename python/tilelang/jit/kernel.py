@@ -162,6 +162,7 @@ class JITKernel:
         device = self._backend.device
         binder = Binder(name)
         values = {}  # param index -> pointer (buffers) or Python number (scalars)
+        arrays = {}  # param index -> the array object (buffers)
         keep = []
         lib, like = "numpy", None
         arg_iter = iter(args)
@@ -182,6 +183,7 @@ class JITKernel:
             staged = device == "cuda" and v.device == "cpu" and v.lib == "numpy"
             self._check_buffer_arg(binder, i, p, v, "cpu" if staged else device)
             values[i] = _stage(v.obj, keep) if staged else v.ptr
+            arrays[i] = v.obj
         binder.finish()
         outputs = []
         if not outputs_given:
@@ -192,12 +194,19 @@ class JITKernel:
                 outputs.append(out)
                 v = view_of(out, p.name)
                 values[i] = _stage(out, keep) if device == "cuda" and v.lib == "numpy" else v.ptr
+                arrays[i] = out
         shapes = {n: binder.values.get(n, 0) for n in self._shape_var_names}
         if device == "cuda":
             if stream is None and lib == "torch":
                 stream = _current_torch_stream(like.device)
             self._executable.run(values, shapes, int(stream or 0))
             _unstage(keep)
+        elif getattr(self._backend, "takes_arrays", False):
+            host = {i: (np.asarray(a) if not isinstance(a, np.ndarray) else a) for i, a in arrays.items()}
+            for i, p in enumerate(self.params):
+                if p.kind == "scalar":
+                    host[i] = values[i]
+            self._executable.run(host, shapes)
         else:
             self._run_cpu(values, shapes, keep)
         if not outputs:

@@ -1,0 +1,160 @@
+"""The WebGPU runtime: WGSL compiled by the adapter's driver through wgpu (PyPI), host
+(numpy) arrays copied into storage buffers for each call and the written ones copied back.
+Any Vulkan, Metal or D3D12 GPU works, and so does Mesa's lavapipe (Vulkan on the CPU)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _C
+from ..errors import TileLangInternalError, TileLangUnsupportedError
+
+_state = {}
+
+
+def unavailable_reason():
+    """None when a WebGPU adapter can be used, else why not."""
+    try:
+        _device()
+        return None
+    except TileLangUnsupportedError as e:
+        return str(e).splitlines()[0]
+
+
+def _device():
+    """(device, has_f16, limits, description), created once per process."""
+    if "device" in _state:
+        return _state["device"]
+    if "error" in _state:
+        raise TileLangUnsupportedError(_state["error"], None, None, "install wgpu and a Vulkan driver")
+    try:
+        import wgpu
+    except ImportError:
+        _state["error"] = "target 'webgpu' needs the wgpu package (pip install wgpu)"
+        return _device()
+    try:
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception as e:  # no driver, no adapter
+        adapter, err = None, e
+    if adapter is None:
+        _state["error"] = f"target 'webgpu' found no WebGPU adapter ({err if 'err' in locals() else 'none'})"
+        return _device()
+    features = [f for f in ("shader-f16",) if f in adapter.features]
+    limits = {k: adapter.limits[k] for k in ("max-compute-invocations-per-workgroup",
+                                             "max-compute-workgroup-storage-size",
+                                             "max-storage-buffer-binding-size",
+                                             "max-compute-workgroups-per-dimension",
+                                             "max-storage-buffers-per-shader-stage")}
+    device = adapter.request_device_sync(required_features=features, required_limits=limits)
+    info = adapter.info
+    _state["device"] = (device, "shader-f16" in features, limits,
+                        f"{info.get('device', '?')} ({info.get('backend_type', '?')})")
+    return _state["device"]
+
+
+def adapter_id() -> str:
+    import wgpu
+    return f"wgpu {wgpu.__version__} on {_device()[3]}"
+
+
+class WebGPUExecutable:
+    def __init__(self, info: dict, report: str):
+        import wgpu
+        self.wgpu = wgpu
+        device, _, limits, _ = _device()
+        self.device = device
+        self.source = info["source"]
+        self.report = report
+        self.grid = info["grid"]
+        self.buffers = info["buffers"]
+        self.uniforms = info["uniforms"]
+        threads = int(np.prod(info["workgroup_size"]))
+        if threads > limits["max-compute-invocations-per-workgroup"]:
+            raise TileLangUnsupportedError(
+                f"not supported on webgpu: {threads} threads per block; the adapter allows "
+                f"{limits['max-compute-invocations-per-workgroup']}", None, None, "launch fewer threads per block")
+        if info["workgroup_bytes"] > limits["max-compute-workgroup-storage-size"]:
+            raise TileLangUnsupportedError(
+                f"not supported on webgpu: the kernel needs {info['workgroup_bytes']} bytes of shared (workgroup) "
+                f"memory; the adapter allows {limits['max-compute-workgroup-storage-size']}", None, None,
+                "use smaller shared tiles")
+        if len(self.buffers) > limits["max-storage-buffers-per-shader-stage"]:
+            raise TileLangUnsupportedError(
+                f"not supported on webgpu: {len(self.buffers)} buffer parameters; the adapter allows "
+                f"{limits['max-storage-buffers-per-shader-stage']}", None, None, "pass fewer tensors")
+        try:
+            module = device.create_shader_module(code=self.source)
+            entries = [{"binding": i, "visibility": wgpu.ShaderStage.COMPUTE,
+                        "buffer": {"type": wgpu.BufferBindingType.storage if written
+                                   else wgpu.BufferBindingType.read_only_storage}}
+                       for i, (_, _, _, written) in enumerate(self.buffers)]
+            if self.uniforms:
+                entries.append({"binding": len(self.buffers), "visibility": wgpu.ShaderStage.COMPUTE,
+                                "buffer": {"type": wgpu.BufferBindingType.uniform}})
+            self.layout = device.create_bind_group_layout(entries=entries)
+            self.pipeline = device.create_compute_pipeline(
+                layout=device.create_pipeline_layout(bind_group_layouts=[self.layout]),
+                compute={"module": module, "entry_point": "main"})
+        except Exception as e:  # the driver rejected the WGSL: a bug of the code generator
+            raise TileLangInternalError(f"internal: the WebGPU driver rejected the generated WGSL: {e}", None, None,
+                                        "this is a compiler bug; please report it with the kernel") from e
+
+    def lowering_report(self) -> str:
+        return self.report
+
+    def run(self, arrays: dict, shape_values: dict):
+        """arrays: {param index: numpy array or Python scalar}; shape_values: {name: int}."""
+        wgpu, device = self.wgpu, self.device
+        grid = [_C.eval_int(g, shape_values) for g in self.grid]
+        if min(grid) <= 0:
+            return
+        if max(grid) > 65535:
+            raise ValueError(f"not supported on webgpu: a grid of {grid} blocks (at most 65535 per dimension)")
+        while len(grid) < 3:
+            grid.append(1)
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        gpu_buffers, entries = [], []
+        for binding, (index, _, _, _) in enumerate(self.buffers):
+            data = np.ascontiguousarray(arrays[index]).reshape(-1).view(np.uint8)
+            padded = np.zeros(max(4, (data.size + 3) // 4 * 4), np.uint8)
+            padded[:data.size] = data
+            buf = device.create_buffer_with_data(data=padded, usage=usage)
+            gpu_buffers.append(buf)
+            entries.append({"binding": binding, "resource": {"buffer": buf}})
+        if self.uniforms:
+            fields = []
+            for index, name, dtype in self.uniforms:
+                value = arrays[index] if index >= 0 else shape_values[name]
+                np_t = {"float32": np.float32, "uint32": np.uint32}.get(dtype, np.int32)
+                fields.append(np.array([value], dtype=np_t).view(np.uint8))
+            raw = np.concatenate(fields)
+            packed = np.zeros((raw.size + 15) // 16 * 16, np.uint8)
+            packed[:raw.size] = raw
+            ubuf = device.create_buffer_with_data(data=packed, usage=wgpu.BufferUsage.UNIFORM)
+            entries.append({"binding": len(self.buffers), "resource": {"buffer": ubuf}})
+        group = device.create_bind_group(layout=self.layout, entries=entries)
+        encoder = device.create_command_encoder()
+        compute = encoder.begin_compute_pass()
+        compute.set_pipeline(self.pipeline)
+        compute.set_bind_group(0, group)
+        compute.dispatch_workgroups(*grid[:3])
+        compute.end()
+        device.queue.submit([encoder.finish()])
+        for binding, (index, _, _, written) in enumerate(self.buffers):
+            if not written:
+                continue
+            out = arrays[index]
+            flat = out.reshape(-1).view(np.uint8)
+            flat[:] = np.frombuffer(device.queue.read_buffer(gpu_buffers[binding]), np.uint8)[:flat.size]
+
+
+class WebGPUBackend:
+    device = "cpu"  # arguments are host arrays; the runtime moves them
+    takes_arrays = True
+
+    def compiler_id(self) -> str:
+        return adapter_id()
+
+    def build(self, prim_func, target, key, flags, include_dir):
+        lowered = _C.lower(prim_func.handle, target)
+        info = _C.codegen_wgsl(lowered, _device()[1])
+        return WebGPUExecutable(info, lowered.lowering_report()), None

@@ -1,0 +1,48 @@
+// WGSL code generation for the WebGPU back end, from the same thread-level IR the CUDA code
+// generator reads (transform/pipeline/webgpu.cc). One T.Kernel becomes one compute entry
+// point: buffer parameters are storage buffers (binding i = the i-th buffer parameter),
+// scalars and dynamic dimensions one uniform struct (binding = number of buffers), shared
+// buffers workgroup arrays, fragments and locals function-scope arrays.
+//
+// Indices are 32-bit (WGSL has no 64-bit integers in core). Types: f32, i32, u32, bool, and
+// f16 when the adapter has shader-f16; anything else is rejected with
+// "not supported on webgpu: ...", as are atomics, T.print and 8/16-bit integers.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/function.h"
+
+namespace tl {
+
+struct WgslOptions {
+  bool has_f16 = false;  // the adapter offers shader-f16
+};
+
+struct WgslKernel {
+  std::string source;
+  std::string entry = "main";
+  std::vector<Expr> grid;                      // workgroups per dimension (of shape variables)
+  std::array<int64_t, 3> workgroup_size{1, 1, 1};
+  int64_t workgroup_bytes = 0;                 // workgroup memory the kernel declares
+  struct Buffer {
+    int param_index;
+    std::string name;
+    DataType dtype;
+    bool written;
+  };
+  std::vector<Buffer> buffers;  // binding i
+  struct Uniform {
+    int param_index;  // -1 for a dynamic dimension
+    std::string name;
+    DataType dtype;   // i32, u32 or f32 in the struct
+  };
+  std::vector<Uniform> uniforms;  // fields of the uniform struct, 4 bytes each, in order
+};
+
+// Throws CompileError(Unsupported) for what WGSL or this back end cannot express.
+WgslKernel codegen_wgsl(const PrimFunc& f, const WgslOptions& options);
+
+}  // namespace tl

@@ -1,0 +1,31 @@
+// Read top to bottom: the passes a kernel goes through on its way to WGSL. The thread-level
+// lowering is the CUDA back end's; with no cp.async there is no software pipelining, with
+// no tensor cores every T.gemm is SIMT, and with no fixed subgroup size reductions exchange
+// values through workgroup memory (Target::warp_size() is 1).
+#include "transform/pipeline/webgpu.h"
+
+#include "transform/check_register_bounds.h"
+#include "transform/check_tile_ops.h"
+#include "transform/insert_barriers.h"
+#include "transform/legalize_safe_memory_access.h"
+#include "transform/lower_to_threads.h"
+#include "transform/pass.h"
+#include "transform/simplify.h"
+
+namespace tl {
+
+PrimFunc lower_for_webgpu(const PrimFunc& f, const Target& target) {
+  std::vector<Pass> passes = {
+      {"check_tile_ops", check_tile_ops},
+      {"legalize_safe_memory_access", legalize_safe_memory_access},
+      // Barriers are placed at tile level, where every statement is one block-wide step.
+      {"insert_barriers", insert_barriers},
+      // Layouts, then each thread's share of every tile operator and T.Parallel loop.
+      {"lower_to_threads", [&](const PrimFunc& g) { return lower_to_threads(g, target); }},
+      {"simplify", simplify},
+      {"check_register_bounds", check_register_bounds},
+  };
+  return run_passes(f, passes);
+}
+
+}  // namespace tl
