@@ -10,12 +10,14 @@ STAMP  := $(VENV)/.deps-stamp
 
 all: build
 
-# Debian packages the build and the C++ tests need (installed only when missing).
+# Debian packages the build and the tests need (installed only when missing): the compiler
+# and GoogleTest, and Mesa's lavapipe (Vulkan on the CPU) for the webgpu target.
 system-deps:
 	@missing=""; \
 	command -v c++ >/dev/null || missing="$$missing g++"; \
 	command -v cmake >/dev/null || missing="$$missing cmake"; \
 	[ -f /usr/include/gtest/gtest.h ] || missing="$$missing libgtest-dev"; \
+	ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || missing="$$missing mesa-vulkan-drivers libvulkan1"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -25,7 +27,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" ninja numpy ml_dtypes pytest \
-	  nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
+	  nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm wgpu
 	touch $@
 
 build: system-deps $(STAMP)

@@ -24,8 +24,9 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 # The back ends the suite runs on by default. Add a target here once its back
-# end can run kernels.
-TARGETS = ["cpu"]
+# end can run kernels. webgpu runs wherever an adapter exists (Mesa's lavapipe in CI)
+# and is skipped, with the reason, elsewhere.
+TARGETS = ["cpu", "webgpu"]
 
 # Targets that need an accelerator; their test ids are marked ``gpu``.
 _GPU_TARGETS = {"cuda", "hip", "rocm", "metal"}
@@ -57,9 +58,15 @@ def _probe_cuda():
 
 # target name -> function returning None when the target can run here, or a
 # string saying why it cannot.
+def _probe_webgpu():
+    from tilelang.jit import webgpu
+    return webgpu.unavailable_reason()
+
+
 _PROBES = {
     "cpu": _probe_cpu,
     "cuda": _probe_cuda,
+    "webgpu": _probe_webgpu,
 }
 
 
@@ -94,3 +101,22 @@ def target(request):
 def rng():
     """A fresh, fixed-seed random generator for each test."""
     return np.random.default_rng(0)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On webgpu, a kernel the back end rejects with "not supported on webgpu: ..." (a clear
+    compile-time error, never a wrong answer) is reported as skipped with that reason, so
+    the summary lists what the target cannot run."""
+    outcome = yield
+    report = outcome.get_result()
+    if call.when != "call" or call.excinfo is None:
+        return
+    from tilelang.errors import TileLangUnsupportedError
+    err = call.excinfo.value
+    callspec = getattr(item, "callspec", None)
+    on_webgpu = callspec is not None and callspec.params.get("target") == "webgpu"
+    if on_webgpu and isinstance(err, TileLangUnsupportedError) and "not supported on webgpu" in str(err):
+        reason = str(err).split("not supported on webgpu: ", 1)[1].splitlines()[0]
+        report.outcome = "skipped"
+        report.longrepr = (str(item.fspath), item.location[1] or 0, f"Skipped: not supported on webgpu: {reason}")
