@@ -19,7 +19,7 @@ cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=
   -DTILELANG_BUILD_TESTS=$tests > "$LOGS/cmake.log" 2>&1 || { tail -30 "$LOGS/cmake.log"; exit 1; }
 cmake --build build/gpu -j"$(nproc)" > "$LOGS/build.log" 2>&1 || { grep -m20 error "$LOGS/build.log"; exit 1; }
 cp build/gpu/_C*.so python/tilelang/
-export PYTHONPATH=$PWD/python
+export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
 if [ "$tests" = ON ]; then
   echo "== C++ tests"
   ctest --test-dir build/gpu --output-on-failure > "$LOGS/ctest.log" 2>&1; tail -3 "$LOGS/ctest.log"
@@ -30,6 +30,15 @@ echo "== Python suite on cuda"
 TILELANG_RANDOM_CASES=${TILELANG_RANDOM_CASES:-16} TILELANG_TEST_TARGETS=cuda timeout 900 $PY -m pytest -q -p no:cacheprovider tests/python \
   > "$LOGS/pytest_cuda.log" 2>&1; tail -3 "$LOGS/pytest_cuda.log"
 grep -E "^(FAILED|ERROR)" "$LOGS/pytest_cuda.log" | head -40
+if $PY -c "import wgpu" 2>/dev/null; then
+  echo "== Python suite on webgpu (this machine's Vulkan driver)"
+  TILELANG_TEST_TARGETS=webgpu timeout 600 $PY -m pytest -q -p no:cacheprovider -rs tests/python \
+    > "$LOGS/pytest_webgpu.log" 2>&1; grep -E "passed|failed" "$LOGS/pytest_webgpu.log" | tail -1
+  grep -E "^(FAILED|ERROR)" "$LOGS/pytest_webgpu.log" | head -20
+  $PY benchmarks/webgpu_bench.py 2>&1 | grep -v XDG_RUNTIME | tail -3
+else
+  echo "== Python suite on webgpu: skipped (wgpu is not installed here)"
+fi
 echo "== example (make run's kernel, target auto)"
 $PY examples/gemm.py --m 2048 --n 2048 --k 2048 2>&1 | tail -4
 echo "== benchmarks"
