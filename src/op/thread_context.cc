@@ -115,7 +115,8 @@ class VectorizeCopies : public IRMutator {
       if (mentions(idx[d], v)) return false;
     Expr zero = substitute(idx.back(), {{v, make_int(0)}});
     Expr one = substitute(idx.back(), {{v, make_int(1)}});
-    const int64_t* step = const_int(az_.simplify(sub(one, zero)));
+    Expr step_expr = az_.simplify(sub(one, zero));  // kept alive: const_int points into it
+    const int64_t* step = const_int(step_expr);
     if (!step || *step != 1) return false;
     if (b->is_fragment()) return true;  // per-thread arrays hold a fragment's vectors aligned
     std::vector<Expr> strides = b->effective_strides();
