@@ -326,4 +326,30 @@ Stmt substitute(const Stmt& s, const std::unordered_map<const VarNode*, Expr>& m
   return sub.mutate(s);
 }
 
+std::unordered_set<const BufferNode*> buffers_written(const Stmt& s) {
+  struct Writes : IRVisitor {
+    std::unordered_set<const BufferNode*> out;
+    using IRVisitor::visit;
+    void visit_store(const BufferStoreNode* n) override {
+      out.insert(n->buffer.get());
+      IRVisitor::visit_store(n);
+    }
+    void visit_tile_op(const TileOpNode* n) override {
+      for (size_t i = 0; i < n->regions.size(); ++i) {
+        bool input = (n->op == "copy" && i == 0) || (n->op == "gemm" && i < 2) || (n->op == "reduce" && i == 0) ||
+                     n->op == "annotate_layout" || n->op == "print";
+        if (!input) out.insert(n->regions[i].buffer.get());
+      }
+      IRVisitor::visit_tile_op(n);
+    }
+    void visit_call(const CallNode* n) override {
+      if ((n->op.rfind("atomic_", 0) == 0 || n->op == "cp_async") && !n->args.empty())
+        if (auto* l = dynamic_cast<const BufferLoadNode*>(n->args[0].get())) out.insert(l->buffer.get());
+      IRVisitor::visit_call(n);
+    }
+  } w;
+  w.visit(s);
+  return std::move(w.out);
+}
+
 }  // namespace tl

@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/function.h"
 
@@ -76,6 +77,10 @@ class IRMutator {
 
 // Calls fn on every expression node under s, parents before children.
 void for_each_expr(const Stmt& s, const std::function<void(const ExprNode*)>& fn);
+
+// The buffers s may write: stores, atomics' destinations and the regions of tile operators
+// other than their inputs (a copy's source, a gemm's A and B, a reduction's source).
+std::unordered_set<const BufferNode*> buffers_written(const Stmt& s);
 
 // Replaces variables by expressions (keyed by VarNode identity).
 Expr substitute(const Expr& e, const std::unordered_map<const VarNode*, Expr>& map);

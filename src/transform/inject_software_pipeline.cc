@@ -60,35 +60,6 @@ class UseCollector : public IRVisitor {
   std::vector<const ForNode*> stack_;
 };
 
-// Buffers a statement writes (stores, tile-operator destinations, atomics).
-std::unordered_set<const BufferNode*> written_by(const Stmt& s) {
-  std::unordered_set<const BufferNode*> out;
-  struct W : IRVisitor {
-    std::unordered_set<const BufferNode*>* out;
-    using IRVisitor::visit;
-    void visit_store(const BufferStoreNode* n) override {
-      out->insert(n->buffer.get());
-      IRVisitor::visit_store(n);
-    }
-    void visit_tile_op(const TileOpNode* n) override {
-      // Every region but a copy's or gemm's inputs may be written.
-      for (size_t i = 0; i < n->regions.size(); ++i) {
-        bool input = (n->op == "copy" && i == 0) || (n->op == "gemm" && i < 2) || (n->op == "reduce" && i == 0);
-        if (!input) out->insert(n->regions[i].buffer.get());
-      }
-      IRVisitor::visit_tile_op(n);
-    }
-    void visit_call(const CallNode* n) override {
-      if (n->op.rfind("atomic_", 0) == 0 && !n->args.empty())
-        if (auto* l = as<BufferLoadNode>(n->args[0])) out->insert(l->buffer.get());
-      IRVisitor::visit_call(n);
-    }
-  } w;
-  w.out = &out;
-  w.visit(s);
-  return out;
-}
-
 // Whether e reads memory or a variable bound inside the loop body.
 bool loop_invariant_but_for(const Expr& e, const std::unordered_set<const VarNode*>& inner_vars) {
   bool ok = true;
@@ -216,7 +187,7 @@ class SoftwarePipeline : public IRMutator {
     std::vector<Stmt> stmts = flatten_seq(body);
     auto inner_vars = vars_bound_in(body);
     std::vector<std::unordered_set<const BufferNode*>> writes;
-    for (auto& x : stmts) writes.push_back(written_by(x));
+    for (auto& x : stmts) writes.push_back(buffers_written(x));
     std::vector<bool> is_producer(stmts.size(), false);
     std::unordered_map<const BufferNode*, Buffer> staged;
     for (size_t i = 0; i < stmts.size(); ++i) {

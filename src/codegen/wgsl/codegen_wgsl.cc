@@ -51,7 +51,7 @@ class WgslCodegen {
     for (size_t d = 0; d < k->threads.size() && d < 3; ++d) kernel_.workgroup_size[d] = k->threads[d];
 
     // Parameters: buffers are bindings, scalars and dynamic dimensions uniforms.
-    std::unordered_set<const BufferNode*> written = written_buffers(k->body);
+    std::unordered_set<const BufferNode*> written = buffers_written(k->body);
     for (size_t i = 0; i < f->params.size(); ++i) {
       const Param& p = f->params[i];
       if (p.is_buffer()) {
@@ -148,21 +148,6 @@ class WgslCodegen {
     line("let " + n + ": i32 = i32(" + builtin + ");");
     var_names_[v.get()] = n;
     nonneg_.insert(v.get());
-  }
-
-  static std::unordered_set<const BufferNode*> written_buffers(const Stmt& s) {
-    std::unordered_set<const BufferNode*> out;
-    struct W : IRVisitor {
-      std::unordered_set<const BufferNode*>* out;
-      using IRVisitor::visit;
-      void visit_store(const BufferStoreNode* n) override {
-        out->insert(n->buffer.get());
-        IRVisitor::visit_store(n);
-      }
-    } w;
-    w.out = &out;
-    w.visit(s);
-    return out;
   }
 
   // ---------------------------------------------------------------- output
