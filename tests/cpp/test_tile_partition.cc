@@ -4,6 +4,7 @@
 // the mma.sync accumulator matches the block fragment of layout/mma_layouts.h.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <functional>
 #include <map>
 #include <set>
