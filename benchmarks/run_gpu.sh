@@ -2,6 +2,10 @@
 # One call on a GPU machine: build, run the C++ and Python suites on the GPU, run the
 # benchmarks against references measured in the same run, print a short table last.
 #   bash benchmarks/run_gpu.sh            (logs under $OUT when set, else build/gpu-logs)
+# The webgpu suite runs too when `import wgpu` works. On a machine without the Vulkan
+# loader, unpack Debian's libvulkan1 (and friends) into / first and point the loader at
+# the driver, e.g. VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json;
+# wgpu, cffi, pycparser and rendercanvas can be installed from wheels with pip --target.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOGS=${OUT:-build/gpu-logs}
