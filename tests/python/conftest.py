@@ -58,9 +58,41 @@ def _probe_cuda():
 
 # target name -> function returning None when the target can run here, or a
 # string saying why it cannot.
+_WEBGPU_SMOKE = """
+import numpy as np, tilelang, tilelang.language as T
+@T.prim_func
+def smoke(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+    with T.Kernel(2, threads=128) as bx:
+        for i in T.Parallel(128):
+            B[bx * 128 + i] = A[bx * 128 + i] * 2.0
+k = tilelang.compile(smoke, out_idx=[1], target="webgpu")
+a = np.arange(256, dtype=np.float32)
+assert (k(a) == 2 * a).all()
+"""
+
+
 def _probe_webgpu():
     from tilelang.jit import webgpu
-    return webgpu.unavailable_reason()
+    reason = webgpu.unavailable_reason()
+    if reason:
+        return reason
+    # A driver that crashes the process would take the whole run with it: try a tiny kernel
+    # in a child process first.
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        script = os.path.join(d, "webgpu_smoke.py")  # kernels are parsed from their source file
+        with open(script, "w") as f:
+            f.write(_WEBGPU_SMOKE)
+        try:
+            r = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, TILELANG_DISABLE_CACHE="1"))
+        except subprocess.TimeoutExpired:
+            return "a tiny webgpu kernel did not finish in 120 s on this adapter"
+    if r.returncode != 0:
+        tail = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"a tiny webgpu kernel failed on this adapter (exit code {r.returncode}: {tail})"
+    return None
 
 
 _PROBES = {
@@ -70,8 +102,18 @@ _PROBES = {
 }
 
 
+_PROBED = {}
+
+
 def target_unavailable_reason(name):
-    """None when kernels for ``name`` can run on this machine, else why not."""
+    """None when kernels for ``name`` can run on this machine, else why not (probed once)."""
+    if name in _PROBED:
+        return _PROBED[name]
+    _PROBED[name] = _probe_target(name)
+    return _PROBED[name]
+
+
+def _probe_target(name):
     probe = _PROBES.get(name)
     if probe is None:
         return (f"no hardware probe is registered for target {name!r} "
