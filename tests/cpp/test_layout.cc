@@ -9,6 +9,7 @@
 #include "ir/error.h"
 #include "ir/op.h"
 #include "layout/fragment.h"
+#include "enumerate.h"
 #include "layout/layout.h"
 #include "layout/mma_layouts.h"
 #include "layout/swizzle.h"
@@ -16,12 +17,8 @@
 namespace tl {
 namespace {
 
-using Index = std::vector<int64_t>;
-
-void for_each_index(const Index& shape, const std::function<void(const Index&)>& fn) {
-  int64_t n = shape_size(shape);
-  for (int64_t flat = 0; flat < n; ++flat) fn(unflatten_row_major(flat, shape));
-}
+using testing::for_each_index;
+using testing::Index;
 
 template <typename Fn>
 void expect_layout_error(Fn&& fn) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/op.h"
+#include "enumerate.h"
 #include "layout/layout.h"
 #include "layout/mma_layouts.h"
 #include "layout/tile_partition.h"
@@ -18,12 +19,8 @@
 namespace tl {
 namespace {
 
-using Index = std::vector<int64_t>;
-
-void for_each_index(const Index& shape, const std::function<void(const Index&)>& fn) {
-  int64_t n = shape_size(shape);
-  for (int64_t flat = 0; flat < n; ++flat) fn(unflatten_row_major(flat, shape));
-}
+using testing::for_each_index;
+using testing::Index;
 
 int64_t slot_of(const TilePartition& p, const Index& x) {
   std::vector<Expr> idx;

@@ -34,6 +34,7 @@
 
 #include "codegen/c_like.h"
 #include "ir/error.h"
+#include "target/target.h"
 #include "ir/functor.h"
 #include "ir/intrinsics.h"
 #include "ir/op.h"
@@ -48,14 +49,11 @@ constexpr int64_t kStaticSmemLimit = 48 * 1024;  // the most a kernel may declar
 
 // ------------------------------------------------------------------ targets
 
-// "sm_90a" -> 90; 0 when the string is not of that form.
+// "sm_90a" -> 90; 0 when the string is not of that form (Target's parser).
 int arch_number(const std::string& arch) {
-  size_t p = arch.find('_');
-  if (p == std::string::npos) return 0;
-  int n = 0;
-  for (size_t i = p + 1; i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])); ++i)
-    n = n * 10 + (arch[i] - '0');
-  return n;
+  Target t;
+  t.arch = arch;
+  return t.arch_number();
 }
 
 // Shared memory one block may use (with the opt-in above 48 KiB), by compute capability;
