@@ -2,6 +2,7 @@
 # One call on a GPU machine: build, run the C++ and Python suites on the GPU, run the
 # benchmarks against references measured in the same run, print a short table last.
 #   bash benchmarks/run_gpu.sh            (logs under $OUT when set, else build/gpu-logs)
+#   bash benchmarks/run_gpu.sh webgpu     (build, then only the webgpu suite and its GEMM)
 # The webgpu suite runs too when `import wgpu` works. On a machine without the Vulkan
 # loader, unpack Debian's libvulkan1 (and friends) into / first and point the loader at
 # the driver, e.g. VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json;
@@ -19,30 +20,47 @@ $PY - <<'PYEOF' 2>/dev/null && tests=ON
 import ctypes.util, os, sys
 sys.exit(0 if os.path.exists("/usr/include/gtest/gtest.h") else 1)
 PYEOF
-cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v $PY)" \
+cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE="$(command -v $PY)" \
   -DTILELANG_BUILD_TESTS=$tests > "$LOGS/cmake.log" 2>&1 || { tail -30 "$LOGS/cmake.log"; exit 1; }
 cmake --build build/gpu -j"$(nproc)" > "$LOGS/build.log" 2>&1 || { grep -m20 error "$LOGS/build.log"; exit 1; }
 cp build/gpu/_C*.so python/tilelang/
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
-if [ "$tests" = ON ]; then
+ONLY=${1:-all}
+if [ "$tests" = ON ] && [ "$ONLY" = all ]; then
   echo "== C++ tests"
   ctest --test-dir build/gpu --output-on-failure > "$LOGS/ctest.log" 2>&1; tail -3 "$LOGS/ctest.log"
 else
   echo "== C++ tests: skipped (no GoogleTest on this machine)"
 fi
+if [ "$ONLY" = all ]; then
 echo "== Python suite on cuda"
 TILELANG_RANDOM_CASES=${TILELANG_RANDOM_CASES:-16} TILELANG_TEST_TARGETS=cuda timeout 900 $PY -m pytest -q -p no:cacheprovider tests/python \
   > "$LOGS/pytest_cuda.log" 2>&1; tail -3 "$LOGS/pytest_cuda.log"
 grep -E "^(FAILED|ERROR)" "$LOGS/pytest_cuda.log" | head -40
+fi
 if $PY -c "import wgpu" 2>/dev/null; then
   echo "== Python suite on webgpu (this machine's Vulkan driver)"
-  TILELANG_TEST_TARGETS=webgpu timeout 600 $PY -m pytest -q -p no:cacheprovider -rs tests/python \
-    > "$LOGS/pytest_webgpu.log" 2>&1; grep -E "passed|failed" "$LOGS/pytest_webgpu.log" | tail -1
+  TILELANG_TEST_TARGETS=webgpu timeout 600 $PY -X faulthandler -m pytest -q -p no:cacheprovider -rs tests/python \
+    > "$LOGS/pytest_webgpu.log" 2>&1
+  rc=$?; grep -E "passed|failed" "$LOGS/pytest_webgpu.log" | tail -1
   grep -E "^(FAILED|ERROR)" "$LOGS/pytest_webgpu.log" | head -20
+  if [ $rc -gt 128 ] || grep -q "Fatal Python error" "$LOGS/pytest_webgpu.log"; then
+    # The process died (a signal): show where, natively when a debugger is at hand.
+    grep -A12 "Fatal Python error" "$LOGS/pytest_webgpu.log" | head -24
+    dbg=$(command -v gdb || command -v cuda-gdb)
+    if [ -n "$dbg" ]; then
+      echo "== webgpu suite again under $(basename "$dbg") (native backtrace)"
+      TILELANG_TEST_TARGETS=webgpu timeout 600 "$dbg" -batch -ex "set pagination off" -ex run -ex bt \
+        -ex "info registers rip" --args $PY -m pytest -q -x -p no:cacheprovider tests/python \
+        > "$LOGS/gdb_webgpu.log" 2>&1
+      grep -E "^#[0-9]+ " "$LOGS/gdb_webgpu.log" | head -30
+    fi
+  fi
   $PY benchmarks/webgpu_bench.py 2>&1 | grep -v XDG_RUNTIME | tail -3
 else
   echo "== Python suite on webgpu: skipped (wgpu is not installed here)"
 fi
+[ "$ONLY" = all ] || exit 0
 echo "== example (make run's kernel, target auto)"
 $PY examples/gemm.py --m 2048 --n 2048 --k 2048 2>&1 | tail -4
 echo "== benchmarks"

@@ -75,9 +75,10 @@ void bind_compiler(nb::module_& m) {
     return PyFunc{lower_for_cpu(f.f, t)};
   });
   // The WGSL of a function lowered for webgpu, with what the runtime needs to launch it.
-  m.def("codegen_wgsl", [](const PyFunc& f, bool has_f16) {
+  m.def("codegen_wgsl", [](const PyFunc& f, bool has_f16, int subgroup) {
     WgslOptions opts;
     opts.has_f16 = has_f16;
+    opts.subgroup = subgroup;
     WgslKernel k = codegen_wgsl(f.f, opts);
     nb::dict d;
     d["source"] = k.source;
@@ -91,6 +92,8 @@ void bind_compiler(nb::module_& m) {
     for (auto& u : k.uniforms) uniforms.append(nb::make_tuple(u.param_index, u.name, u.dtype.str()));
     d["buffers"] = buffers;
     d["uniforms"] = uniforms;
+    d["subgroup"] = k.subgroup;
+    d["status_binding"] = k.status_binding;
     return d;
   });
   m.def("codegen", [](const PyFunc& f, const std::string& target) {
@@ -100,7 +103,12 @@ void bind_compiler(nb::module_& m) {
       if (!t.arch.empty()) opts.arch = t.arch;
       return codegen_cuda(f.f, opts);
     }
-    if (t.kind == "webgpu") return codegen_wgsl(f.f, WgslOptions{true}).source;
+    if (t.kind == "webgpu") {
+      WgslOptions opts;
+      opts.has_f16 = true;
+      opts.subgroup = t.subgroup;
+      return codegen_wgsl(f.f, opts).source;
+    }
     return codegen_cpu(f.f);
   });
   m.def("host_compiler_id", []() { return host_compiler_id(); });

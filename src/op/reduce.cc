@@ -162,7 +162,7 @@ Stmt reduce_whole_tile(const TileOpNode& op, ReduceKind kind, bool clear, const 
   const BufferRegion &src = op.regions[0], &dst = op.regions[1];
   DataType t = dst.buffer->dtype;
   Span sp = op.span;
-  int64_t threads = ctx.num_threads, warp = ctx.target.warp_size();
+  int64_t threads = ctx.num_threads, warp = ctx.shuffle_width();
   if (threads > warp && threads % warp != 0)
     fail(ErrorKind::Unsupported, sp,
          op_name(op) + " of a whole tile needs a multiple of " + std::to_string(warp) + " threads on target " +
@@ -298,12 +298,12 @@ Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
   // The reduced axis's thread digits: power-of-two lanes of one warp combine by shuffles,
   // the rest (other warps) through shared memory.
   std::vector<int64_t> shuffle_masks;
+  const int64_t warp = ctx.shuffle_width();
   std::vector<TilePartition::Digit> across;
   Expr shuffle_leader;  // the lanes whose shuffle digits are 0
   for (auto& d : red_axis.digits) {
     if (!d.on_thread || d.extent == 1) continue;
     bool pow2 = (d.extent & (d.extent - 1)) == 0 && (d.stride & (d.stride - 1)) == 0;
-    int64_t warp = ctx.target.warp_size();
     int64_t inner = pow2 && d.stride < warp ? std::min(d.extent, warp / d.stride) : 1;
     if (inner > 1) {
       for (int64_t m = d.stride * inner / 2; m >= d.stride; m /= 2) shuffle_masks.push_back(m);
@@ -331,7 +331,7 @@ Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
     std::vector<Stmt> steps = {set_acc(identity(kind, t, sp)), elements};
     // Every lane takes part in the shuffles, also those whose kept value is past the end.
     for (int64_t m : shuffle_masks) {
-      Expr other = std::make_shared<CallNode>(t, "shfl_xor", std::vector<Expr>{acc_val, c(m), c(32)}, sp);
+      Expr other = std::make_shared<CallNode>(t, "shfl_xor", std::vector<Expr>{acc_val, c(m), c(warp)}, sp);
       steps.push_back(set_acc(combine(kind, acc_val, other, sp)));
     }
     if (across.empty()) {

@@ -50,6 +50,13 @@ struct ThreadContext {
     auto it = layouts.fragments.find(b.get());
     return it == layouts.fragments.end() ? nullptr : &it->second;
   }
+  // How many consecutive threads exchange registers by shuffles: a CUDA warp; a WebGPU
+  // subgroup when the block is whole subgroups (a partial one has lanes that hold nothing);
+  // 1 where lowerings go through shared memory alone.
+  int64_t shuffle_width() const {
+    int64_t w = target.warp_size();
+    return target.kind == "webgpu" && num_threads % w != 0 ? 1 : w;
+  }
   // The default spread of a tile of this shape and dtype (for shared/global work).
   TilePartition default_partition(const std::vector<int64_t>& shape, DataType t) const {
     return TilePartition::grid(shape, num_threads, t.bytes());

@@ -25,6 +25,16 @@ Target Target::parse(const std::string& s) {
   }
   if (k == "webgpu") {
     t.kind = "webgpu";
+    for (std::string w; words >> w;) {
+      if (w.rfind("-subgroup=", 0) != 0) continue;
+      std::string n = w.substr(10);
+      int v = 0;
+      for (char c : n) v = (c >= '0' && c <= '9' && v < 1000) ? v * 10 + (c - '0') : -1;
+      if (n.empty() || v < 1 || v > 128 || (v & (v - 1)) != 0)
+        fail(ErrorKind::Unsupported, {}, "target '" + s + "': the subgroup size must be a power of two up to 128",
+             "write e.g. \"webgpu -subgroup=32\", or plain \"webgpu\" for no subgroup operations");
+      t.subgroup = v;
+    }
     return t;
   }
   static const char* known_later[] = {"hip", "rocm", "metal", "ascend"};
@@ -39,6 +49,7 @@ Target Target::parse(const std::string& s) {
 
 std::string Target::str() const {
   if (kind == "cuda" && !arch.empty()) return "cuda -arch=" + arch;
+  if (kind == "webgpu" && subgroup > 0) return "webgpu -subgroup=" + std::to_string(subgroup);
   return kind;
 }
 

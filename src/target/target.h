@@ -8,17 +8,21 @@ struct Target {
   std::string kind = "cpu";  // "cpu", "cuda" or "webgpu" (later: "hip", "metal")
   std::string arch;          // "host" for the CPU; "sm_90a", "sm_80"... for CUDA (empty: the device's)
   int max_threads_per_block = 1024;
+  // WebGPU: the adapter's subgroup size when the kernel may use subgroup operations (the
+  // runtime checks at run time that the subgroups are laid out so); 0 for none.
+  int subgroup = 0;
 
-  // Parses a target string: "cpu" (aliases "c", "llvm"), "cuda", "cuda -arch=sm_90a".
+  // Parses a target string: "cpu" (aliases "c", "llvm"), "cuda", "cuda -arch=sm_90a",
+  // "webgpu", "webgpu -subgroup=32".
   // "auto" is resolved by the front end (a GPU when one is present). Throws
   // CompileError(Unsupported) for a back end this build does not have.
   static Target parse(const std::string& s);
   std::string str() const;
   // The compute capability of a CUDA arch ("sm_90a" -> 90); 0 when none is given.
   int arch_number() const;
-  // How many threads exchange registers by shuffles (a CUDA warp); 1 where lowerings must
-  // go through shared memory instead (WebGPU: subgroup sizes vary by adapter).
-  int warp_size() const { return kind == "cuda" ? 32 : 1; }
+  // How many threads exchange registers by shuffles (a CUDA warp, a WebGPU subgroup); 1
+  // where lowerings must go through shared memory instead.
+  int warp_size() const { return kind == "cuda" ? 32 : kind == "webgpu" && subgroup > 1 ? subgroup : 1; }
 };
 
 }  // namespace tl

@@ -38,7 +38,7 @@ def _device():
     if adapter is None:
         _state["error"] = f"target 'webgpu' found no WebGPU adapter ({err if 'err' in locals() else 'none'})"
         return _device()
-    features = [f for f in ("shader-f16",) if f in adapter.features]
+    features = [f for f in ("shader-f16", "subgroup") if f in adapter.features]
     limits = {k: adapter.limits[k] for k in ("max-compute-invocations-per-workgroup",
                                              "max-compute-workgroup-storage-size",
                                              "max-storage-buffer-binding-size",
@@ -48,25 +48,91 @@ def _device():
     info = adapter.info
     _state["device"] = (device, "shader-f16" in features, limits,
                         f"{info.get('device', '?')} ({info.get('backend_type', '?')})")
+    _state["subgroup"] = _probe_subgroup(device) if "subgroup" in features else 0
     return _state["device"]
+
+
+_SUBGROUP_PROBE = """@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_invocation_id) lane: u32,
+        @builtin(subgroup_size) size: u32) {
+  out[2u * i] = size;
+  out[2u * i + 1u] = lane;
+}
+"""
+
+
+def _probe_subgroup(device) -> int:
+    """The subgroup size this adapter runs compute shaders with, when its subgroups are
+    consecutive threads of one size (what kernels lowered with shuffles assume); else 0.
+    Each kernel checks it again when it runs (see WebGPUExecutable.run)."""
+    import wgpu
+    # WGSL names the extension with `enable subgroups;`; wgpu's shader compiler (naga) has
+    # long taken the builtins without it and refused the directive: use what this one takes.
+    module = None
+    for directive in ("", "enable subgroups;\n"):
+        try:
+            module = device.create_shader_module(code=directive + _SUBGROUP_PROBE)
+            _state["subgroup_directive"] = directive
+            break
+        except Exception:
+            continue
+    if module is None:
+        return 0
+    try:
+        pipeline = device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
+        out = device.create_buffer(size=256 * 8, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+        group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0),
+                                         entries=[{"binding": 0, "resource": {"buffer": out}}])
+        encoder = device.create_command_encoder()
+        compute = encoder.begin_compute_pass()
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, group)
+        compute.dispatch_workgroups(1, 1, 1)
+        compute.end()
+        device.queue.submit([encoder.finish()])
+        seen = np.frombuffer(device.queue.read_buffer(out), np.uint32).reshape(256, 2)
+    except Exception:  # a driver that cannot compile the probe: no subgroup operations
+        return 0
+    size = int(seen[0, 0])
+    if size < 2 or size > 128 or size & (size - 1):
+        return 0
+    if np.any(seen[:, 0] != size) or np.any(seen[:, 1] != np.arange(256) % size):
+        return 0
+    return size
+
+
+def subgroup_size() -> int:
+    """The subgroup size kernels for target 'webgpu' are lowered with on this adapter (0:
+    reductions across threads go through workgroup memory alone)."""
+    _device()
+    return _state["subgroup"]
 
 
 def adapter_id() -> str:
     import wgpu
-    return f"wgpu {wgpu.__version__} on {_device()[3]}"
+    return f"wgpu {wgpu.__version__} on {_device()[3]}, subgroup {subgroup_size()}"
 
 
 class WebGPUExecutable:
-    def __init__(self, info: dict, report: str):
+    def __init__(self, info: dict, report: str, fallback=None):
+        """fallback: when the kernel uses subgroup operations, a function that builds the
+        same kernel without them, for an adapter whose subgroups turn out not to be as
+        assumed."""
         import wgpu
         self.wgpu = wgpu
         device, _, limits, _ = _device()
         self.device = device
         self.source = info["source"]
+        if info["status_binding"] >= 0:
+            self.source = _state.get("subgroup_directive", "") + self.source
         self.report = report
         self.grid = info["grid"]
         self.buffers = info["buffers"]
         self.uniforms = info["uniforms"]
+        self.status_binding = info["status_binding"]
+        self.fallback = fallback
+        self.replaced_by = None
         threads = int(np.prod(info["workgroup_size"]))
         if threads > limits["max-compute-invocations-per-workgroup"]:
             raise TileLangUnsupportedError(
@@ -90,6 +156,9 @@ class WebGPUExecutable:
             if self.uniforms:
                 entries.append({"binding": len(self.buffers), "visibility": wgpu.ShaderStage.COMPUTE,
                                 "buffer": {"type": wgpu.BufferBindingType.uniform}})
+            if self.status_binding >= 0:
+                entries.append({"binding": self.status_binding, "visibility": wgpu.ShaderStage.COMPUTE,
+                                "buffer": {"type": wgpu.BufferBindingType.storage}})
             self.layout = device.create_bind_group_layout(entries=entries)
             self.pipeline = device.create_compute_pipeline(
                 layout=device.create_pipeline_layout(bind_group_layouts=[self.layout]),
@@ -103,6 +172,8 @@ class WebGPUExecutable:
 
     def run(self, arrays: dict, shape_values: dict):
         """arrays: {param index: numpy array or Python scalar}; shape_values: {name: int}."""
+        if self.replaced_by is not None:
+            return self.replaced_by.run(arrays, shape_values)
         wgpu, device = self.wgpu, self.device
         grid = [_C.eval_int(g, shape_values) for g in self.grid]
         if min(grid) <= 0:
@@ -131,6 +202,9 @@ class WebGPUExecutable:
             packed[:raw.size] = raw
             ubuf = device.create_buffer_with_data(data=packed, usage=wgpu.BufferUsage.UNIFORM)
             entries.append({"binding": len(self.buffers), "resource": {"buffer": ubuf}})
+        if self.status_binding >= 0:
+            status = device.create_buffer_with_data(data=np.zeros(4, np.uint8), usage=usage)
+            entries.append({"binding": self.status_binding, "resource": {"buffer": status}})
         group = device.create_bind_group(layout=self.layout, entries=entries)
         encoder = device.create_command_encoder()
         compute = encoder.begin_compute_pass()
@@ -139,6 +213,13 @@ class WebGPUExecutable:
         compute.dispatch_workgroups(*grid[:3])
         compute.end()
         device.queue.submit([encoder.finish()])
+        if self.status_binding >= 0 and np.frombuffer(device.queue.read_buffer(status), np.uint32)[0]:
+            # The subgroups were not what the shuffles assume: nothing was copied back yet,
+            # so run the kernel built without subgroup operations instead, now and from now on.
+            self.replaced_by = self.fallback()
+            self.report += ("\nwebgpu: the adapter's subgroups did not match the compiled size or thread order; "
+                            "this kernel now runs without subgroup operations\n")
+            return self.replaced_by.run(arrays, shape_values)
         for binding, (index, _, _, written) in enumerate(self.buffers):
             if not written:
                 continue
@@ -155,6 +236,15 @@ class WebGPUBackend:
         return adapter_id()
 
     def build(self, prim_func, target, key, flags, include_dir):
+        has_f16 = _device()[1]
+        if "-subgroup=" not in target and subgroup_size() > 1:
+            target = f"{target} -subgroup={subgroup_size()}"
+
+        def without_subgroups():
+            lowered = _C.lower(prim_func.handle, "webgpu")
+            return WebGPUExecutable(_C.codegen_wgsl(lowered, has_f16, 0), lowered.lowering_report())
+
         lowered = _C.lower(prim_func.handle, target)
-        info = _C.codegen_wgsl(lowered, _device()[1])
-        return WebGPUExecutable(info, lowered.lowering_report()), None
+        subgroup = int(target.split("-subgroup=")[1].split()[0]) if "-subgroup=" in target else 0
+        info = _C.codegen_wgsl(lowered, has_f16, subgroup)
+        return WebGPUExecutable(info, lowered.lowering_report(), without_subgroups), None

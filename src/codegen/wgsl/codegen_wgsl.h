@@ -7,6 +7,9 @@
 // Indices are 32-bit (WGSL has no 64-bit integers in core). Types: f32, i32, u32, bool, and
 // f16 when the adapter has shader-f16; anything else is rejected with
 // "not supported on webgpu: ...", as are atomics, T.print and 8/16-bit integers.
+//
+// Shuffles (reductions across threads) become subgroupShuffleXor when the function was
+// lowered for a subgroup size; see WgslKernel::status_binding for how that is checked.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -19,6 +22,8 @@ namespace tl {
 
 struct WgslOptions {
   bool has_f16 = false;  // the adapter offers shader-f16
+  // The subgroup size the kernel was lowered for ("webgpu -subgroup=N"); 0 for none.
+  int subgroup = 0;
 };
 
 struct WgslKernel {
@@ -40,6 +45,11 @@ struct WgslKernel {
     DataType dtype;   // i32, u32 or f32 in the struct
   };
   std::vector<Uniform> uniforms;  // fields of the uniform struct, 4 bytes each, in order
+  // When the kernel uses subgroup operations: the size it assumes, and the binding of a
+  // 4-byte status word (zero before the dispatch) that comes back nonzero when the
+  // adapter's subgroups were not that size or not in thread order (results then invalid).
+  int subgroup = 0;
+  int status_binding = -1;
 };
 
 // Throws CompileError(Unsupported) for what WGSL or this back end cannot express.
