@@ -56,7 +56,7 @@ if $PY -c "import wgpu" 2>/dev/null; then
       grep -E "^#[0-9]+ " "$LOGS/gdb_webgpu.log" | head -30
     fi
   fi
-  $PY benchmarks/webgpu_bench.py 2>&1 | grep -v XDG_RUNTIME | tail -3
+  $PY benchmarks/webgpu_bench.py 2>&1 | grep -v XDG_RUNTIME | tail -4
 else
   echo "== Python suite on webgpu: skipped (wgpu is not installed here)"
 fi

@@ -38,7 +38,7 @@ def _device():
     if adapter is None:
         _state["error"] = f"target 'webgpu' found no WebGPU adapter ({err if 'err' in locals() else 'none'})"
         return _device()
-    features = [f for f in ("shader-f16", "subgroup") if f in adapter.features]
+    features = [f for f in ("shader-f16", "subgroup", "timestamp-query") if f in adapter.features]
     limits = {k: adapter.limits[k] for k in ("max-compute-invocations-per-workgroup",
                                              "max-compute-workgroup-storage-size",
                                              "max-storage-buffer-binding-size",
@@ -49,6 +49,7 @@ def _device():
     _state["device"] = (device, "shader-f16" in features, limits,
                         f"{info.get('device', '?')} ({info.get('backend_type', '?')})")
     _state["subgroup"] = _probe_subgroup(device) if "subgroup" in features else 0
+    _state["timestamps"] = "timestamp-query" in features
     return _state["device"]
 
 
@@ -174,10 +175,49 @@ class WebGPUExecutable:
         """arrays: {param index: numpy array or Python scalar}; shape_values: {name: int}."""
         if self.replaced_by is not None:
             return self.replaced_by.run(arrays, shape_values)
+        bound = self._bind(arrays, shape_values)
+        if bound is None:
+            return
+        group, grid, gpu_buffers, status = bound
+        self._submit(group, grid)
+        if self._subgroups_failed(status):
+            return self.replaced_by.run(arrays, shape_values)
+        for binding, (index, _, _, written) in enumerate(self.buffers):
+            if not written:
+                continue
+            out = arrays[index]
+            flat = out.reshape(-1).view(np.uint8)
+            flat[:] = np.frombuffer(self.device.queue.read_buffer(gpu_buffers[binding]), np.uint8)[:flat.size]
+
+    def time_dispatches(self, arrays: dict, shape_values: dict, reps: int = 20):
+        """Milliseconds per dispatch on the GPU's clock (timestamp queries), the arguments
+        uploaded once and nothing read back; None when the adapter has no timestamp queries."""
+        if self.replaced_by is not None:
+            return self.replaced_by.time_dispatches(arrays, shape_values, reps)
+        if not _state.get("timestamps"):
+            return None
+        wgpu, device = self.wgpu, self.device
+        bound = self._bind(arrays, shape_values)
+        if bound is None:
+            return 0.0
+        group, grid, _, status = bound
+        self._submit(group, grid)  # warm-up, and the subgroup check
+        if self._subgroups_failed(status):
+            return self.replaced_by.time_dispatches(arrays, shape_values, reps)
+        queries = device.create_query_set(type=wgpu.QueryType.timestamp, count=2)
+        resolved = device.create_buffer(size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+        self._submit(group, grid, reps, {"query_set": queries, "beginning_of_pass_write_index": 0,
+                                         "end_of_pass_write_index": 1}, (queries, resolved))
+        ticks = np.frombuffer(device.queue.read_buffer(resolved), np.uint64)
+        return float(ticks[1] - ticks[0]) * _timestamp_period(device.queue) / 1e6 / reps
+
+    def _bind(self, arrays, shape_values):
+        """Uploads the arguments: (bind group, grid, storage buffers, status buffer or None),
+        or None for an empty grid."""
         wgpu, device = self.wgpu, self.device
         grid = [_C.eval_int(g, shape_values) for g in self.grid]
         if min(grid) <= 0:
-            return
+            return None
         if max(grid) > 65535:
             raise ValueError(f"not supported on webgpu: a grid of {grid} blocks (at most 65535 per dimension)")
         while len(grid) < 3:
@@ -202,30 +242,53 @@ class WebGPUExecutable:
             packed[:raw.size] = raw
             ubuf = device.create_buffer_with_data(data=packed, usage=wgpu.BufferUsage.UNIFORM)
             entries.append({"binding": len(self.buffers), "resource": {"buffer": ubuf}})
+        status = None
         if self.status_binding >= 0:
             status = device.create_buffer_with_data(data=np.zeros(4, np.uint8), usage=usage)
             entries.append({"binding": self.status_binding, "resource": {"buffer": status}})
-        group = device.create_bind_group(layout=self.layout, entries=entries)
-        encoder = device.create_command_encoder()
-        compute = encoder.begin_compute_pass()
+        return device.create_bind_group(layout=self.layout, entries=entries), grid, gpu_buffers, status
+
+    def _submit(self, group, grid, reps=1, timestamp_writes=None, resolve=None):
+        encoder = self.device.create_command_encoder()
+        compute = encoder.begin_compute_pass(timestamp_writes=timestamp_writes)
         compute.set_pipeline(self.pipeline)
         compute.set_bind_group(0, group)
-        compute.dispatch_workgroups(*grid[:3])
+        for _ in range(reps):
+            compute.dispatch_workgroups(*grid[:3])
         compute.end()
-        device.queue.submit([encoder.finish()])
-        if self.status_binding >= 0 and np.frombuffer(device.queue.read_buffer(status), np.uint32)[0]:
-            # The subgroups were not what the shuffles assume: nothing was copied back yet,
-            # so run the kernel built without subgroup operations instead, now and from now on.
-            self.replaced_by = self.fallback()
-            self.report += ("\nwebgpu: the adapter's subgroups did not match the compiled size or thread order; "
-                            "this kernel now runs without subgroup operations\n")
-            return self.replaced_by.run(arrays, shape_values)
-        for binding, (index, _, _, written) in enumerate(self.buffers):
-            if not written:
-                continue
-            out = arrays[index]
-            flat = out.reshape(-1).view(np.uint8)
-            flat[:] = np.frombuffer(device.queue.read_buffer(gpu_buffers[binding]), np.uint8)[:flat.size]
+        if resolve is not None:
+            encoder.resolve_query_set(resolve[0], 0, 2, resolve[1], 0)
+        self.device.queue.submit([encoder.finish()])
+
+    def _subgroups_failed(self, status) -> bool:
+        """After a dispatch of a kernel with subgroup operations: when its threads found the
+        subgroups other than assumed, swaps in the kernel built without them (the caller
+        reruns; nothing has been copied back yet) and says so."""
+        if status is None or not np.frombuffer(self.device.queue.read_buffer(status), np.uint32)[0]:
+            return False
+        self.replaced_by = self.fallback()
+        self.report += ("\nwebgpu: the adapter's subgroups did not match the compiled size or thread order; "
+                        "this kernel now runs without subgroup operations\n")
+        return True
+
+
+def _timestamp_period(queue) -> float:
+    """Nanoseconds per timestamp tick (wgpu resolves raw ticks; the Python API does not
+    expose the period, the native library does)."""
+    try:
+        from wgpu.backends.wgpu_native._ffi import lib
+        return float(lib.wgpuQueueGetTimestampPeriod(queue._internal))
+    except Exception:
+        return 1.0
+
+
+def time_dispatches(kernel, args, reps: int = 20):
+    """GPU time per launch, in milliseconds, of a kernel compiled for target webgpu, on
+    the adapter's timestamp queries: args (one array per parameter, outputs included) are
+    uploaded once and the kernel dispatched reps times in one compute pass. None when the
+    adapter has no timestamp queries."""
+    arrays = {i: a for i, a in enumerate(args)}
+    return kernel._executable.time_dispatches(arrays, {}, reps)
 
 
 class WebGPUBackend:
