@@ -11,6 +11,7 @@
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/intrinsics.h"
+#include "transform/simplify.h"
 
 namespace tl {
 namespace {
@@ -172,12 +173,15 @@ class WgslCodegen {
 
   std::string helpers() {
     std::string h;
+    // Remainders of signed values are a - (a / b) * b, not `%`: NVIDIA's Vulkan driver was
+    // seen to get `%` of operands of opposite signs wrong. `&` where `&&` would branch.
+    if (need_truncmod_) h += "fn tl_truncmod(a: i32, b: i32) -> i32 {\n  return a - (a / b) * b;\n}\n";
     if (need_floordiv_)
-      h += "fn tl_floordiv(a: i32, b: i32) -> i32 {\n  let q = a / b;\n"
-           "  return select(q, q - 1, (a % b != 0) && ((a < 0) != (b < 0)));\n}\n";
+      h += "fn tl_floordiv(a: i32, b: i32) -> i32 {\n  let q = a / b;\n  let r = a - q * b;\n"
+           "  return select(q, q - 1, (r != 0) & ((r < 0) != (b < 0)));\n}\n";
     if (need_floormod_)
-      h += "fn tl_floormod(a: i32, b: i32) -> i32 {\n  let r = a % b;\n"
-           "  return select(r, r + b, (r != 0) && ((r < 0) != (b < 0)));\n}\n";
+      h += "fn tl_floormod(a: i32, b: i32) -> i32 {\n  let r = a - (a / b) * b;\n"
+           "  return select(r, r + b, (r != 0) & ((r < 0) != (b < 0)));\n}\n";
     return h;
   }
 
@@ -309,15 +313,18 @@ class WgslCodegen {
       case BinaryOp::Sub: return infix("-");
       case BinaryOp::Mul: return infix("*");
       case BinaryOp::Div: return infix("/");
-      case BinaryOp::Mod: return infix("%");
+      case BinaryOp::Mod:
+        if (fl || t.is_uint() || (nonneg(n->a) && nonneg(n->b))) return infix("%");
+        need_truncmod_ = true;
+        return "tl_truncmod(" + a + ", " + b + ")";
       case BinaryOp::FloorDiv:
         if (fl) return "floor(" + a + " / " + b + ")";
-        if (nonneg(n->a) && nonneg(n->b)) return infix("/");
+        if (t.is_uint() || (nonneg(n->a) && nonneg(n->b))) return infix("/");
         need_floordiv_ = true;
         return "tl_floordiv(" + a + ", " + b + ")";
       case BinaryOp::FloorMod:
         if (fl) return "(" + a + " - floor(" + a + " / " + b + ") * " + b + ")";
-        if (nonneg(n->a) && nonneg(n->b)) return infix("%");
+        if (t.is_uint() || (nonneg(n->a) && nonneg(n->b))) return infix("%");
         need_floormod_ = true;
         return "tl_floormod(" + a + ", " + b + ")";
       case BinaryOp::Min: return "min(" + a + ", " + b + ")";
@@ -448,6 +455,26 @@ class WgslCodegen {
   void emit_for(const ForNode* n) {
     if (n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Pipelined)
       fail(ErrorKind::Internal, n->span, "internal: a T.Parallel/T.Pipelined loop reached WGSL code generation");
+    // Unrolled loops are written out: WGSL has no unroll hint, and a fragment indexed by
+    // a loop counter stays in memory where constant indices let the driver keep it in
+    // registers.
+    const int64_t* lo = const_int(n->min);
+    const int64_t* count = const_int(n->extent);
+    if ((n->for_kind == ForKind::Unrolled || n->for_kind == ForKind::Vectorized) && lo && count &&
+        *count * unroll_copies_ <= kMaxUnrolledCopies) {
+      unroll_copies_ *= std::max<int64_t>(*count, 1);
+      for (int64_t i = *lo; i < *lo + *count; ++i) {
+        std::unordered_map<const VarNode*, Expr> value = {{n->var.get(), make_int(i, n->var->dtype, n->span)}};
+        arith::Analyzer folder;  // knows nothing: folds constants only
+        line("{");
+        ++indent_;
+        emit_stmt(simplify_stmt(substitute(n->body, value), folder));
+        --indent_;
+        line("}");
+      }
+      unroll_copies_ /= std::max<int64_t>(*count, 1);
+      return;
+    }
     std::string v = fresh(n->var->name), end = fresh(n->var->name + "_end");
     line("{");
     ++indent_;
@@ -514,7 +541,10 @@ class WgslCodegen {
   WgslKernel kernel_;
   std::ostringstream header_, workgroup_, body_;
   int indent_ = 0;
-  bool uses_f16_ = false, uses_subgroups_ = false, need_floordiv_ = false, need_floormod_ = false;
+  // Copies of a statement that nested written-out loops make at most (the rest stay loops).
+  static constexpr int64_t kMaxUnrolledCopies = 64;
+  int64_t unroll_copies_ = 1;
+  bool uses_f16_ = false, uses_subgroups_ = false, need_truncmod_ = false, need_floordiv_ = false, need_floormod_ = false;
   std::unordered_set<std::string> used_;
   std::unordered_map<const VarNode*, std::string> var_names_;
   std::unordered_set<const VarNode*> nonneg_;
