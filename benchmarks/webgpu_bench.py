@@ -3,7 +3,7 @@ adapter in use. Two times: a call (it uploads its inputs and reads its output ba
 runtime keeps no tensors on the device), and the kernel alone on the GPU's clock
 (timestamp queries around 20 dispatches), where the adapter has timestamp queries.
 
-    python3 benchmarks/webgpu_bench.py
+    python3 benchmarks/webgpu_bench.py [N]     (N: the GEMM size, 1024 by default)
 """
 import statistics
 import sys
@@ -25,7 +25,7 @@ def main():
         print(f"webgpu: {reason}")
         return
     print("webgpu adapter:", webgpu.adapter_id())
-    n = 1024
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
     kernel = tilelang.compile(matmul(n, n, n, 64, 64, 16, num_stages=1, threads=256), out_idx=[2], target="webgpu")
     rng = np.random.default_rng(0)
     a = rng.uniform(-1, 1, (n, n)).astype(np.float32)

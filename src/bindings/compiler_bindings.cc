@@ -75,10 +75,10 @@ void bind_compiler(nb::module_& m) {
     return PyFunc{lower_for_cpu(f.f, t)};
   });
   // The WGSL of a function lowered for webgpu, with what the runtime needs to launch it.
-  m.def("codegen_wgsl", [](const PyFunc& f, bool has_f16, int subgroup) {
+  m.def("codegen_wgsl", [](const PyFunc& f, const std::string& target, bool has_f16) {
     WgslOptions opts;
     opts.has_f16 = has_f16;
-    opts.subgroup = subgroup;
+    opts.subgroup = Target::parse(target).subgroup;
     WgslKernel k = codegen_wgsl(f.f, opts);
     nb::dict d;
     d["source"] = k.source;
@@ -92,7 +92,6 @@ void bind_compiler(nb::module_& m) {
     for (auto& u : k.uniforms) uniforms.append(nb::make_tuple(u.param_index, u.name, u.dtype.str()));
     d["buffers"] = buffers;
     d["uniforms"] = uniforms;
-    d["subgroup"] = k.subgroup;
     d["status_binding"] = k.status_binding;
     return d;
   });

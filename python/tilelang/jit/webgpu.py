@@ -3,12 +3,26 @@
 Any Vulkan, Metal or D3D12 GPU works, and so does Mesa's lavapipe (Vulkan on the CPU)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import _C
 from ..errors import TileLangInternalError, TileLangUnsupportedError
 
 _state = {}
+
+
+@dataclass
+class _Adapter:
+    """The WebGPU device this process uses and what it offers, found once."""
+    device: object
+    description: str              # "NVIDIA H200 (Vulkan)"
+    limits: dict                  # the adapter limits kernels are checked against
+    has_f16: bool                 # shader-f16
+    timestamps: bool              # timestamp queries (kernel-only timing)
+    subgroup: int = 0             # probed subgroup size; 0: no subgroup operations
+    subgroup_directive: str = ""  # what this WGSL compiler wants before subgroup builtins
 
 
 def unavailable_reason():
@@ -20,8 +34,8 @@ def unavailable_reason():
         return str(e).splitlines()[0]
 
 
-def _device():
-    """(device, has_f16, limits, description), created once per process."""
+def _device() -> _Adapter:
+    """The adapter record, created once per process."""
     if "device" in _state:
         return _state["device"]
     if "error" in _state:
@@ -46,11 +60,12 @@ def _device():
                                              "max-storage-buffers-per-shader-stage")}
     device = adapter.request_device_sync(required_features=features, required_limits=limits)
     info = adapter.info
-    _state["device"] = (device, "shader-f16" in features, limits,
-                        f"{info.get('device', '?')} ({info.get('backend_type', '?')})")
-    _state["subgroup"] = _probe_subgroup(device) if "subgroup" in features else 0
-    _state["timestamps"] = "timestamp-query" in features
-    return _state["device"]
+    found = _Adapter(device, f"{info.get('device', '?')} ({info.get('backend_type', '?')})", limits,
+                     has_f16="shader-f16" in features, timestamps="timestamp-query" in features)
+    if "subgroup" in features:
+        found.subgroup, found.subgroup_directive = _probe_subgroup(device)
+    _state["device"] = found
+    return found
 
 
 _SUBGROUP_PROBE = """@group(0) @binding(0) var<storage, read_write> out: array<u32>;
@@ -63,10 +78,11 @@ fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_invocation_id
 """
 
 
-def _probe_subgroup(device) -> int:
-    """The subgroup size this adapter runs compute shaders with, when its subgroups are
-    consecutive threads of one size (what kernels lowered with shuffles assume); else 0.
-    Each kernel checks it again when it runs (see WebGPUExecutable.run)."""
+def _probe_subgroup(device):
+    """(size, directive): the subgroup size this adapter runs compute shaders with when its
+    subgroups are consecutive threads of one size (what kernels lowered with shuffles
+    assume), else 0; and the directive its WGSL compiler wants first. Each kernel checks
+    the size again when it runs (WebGPUExecutable._subgroups_failed)."""
     import wgpu
     # WGSL names the extension with `enable subgroups;`; wgpu's shader compiler (naga) has
     # long taken the builtins without it and refused the directive: use what this one takes.
@@ -74,12 +90,11 @@ def _probe_subgroup(device) -> int:
     for directive in ("", "enable subgroups;\n"):
         try:
             module = device.create_shader_module(code=directive + _SUBGROUP_PROBE)
-            _state["subgroup_directive"] = directive
             break
         except Exception:
             continue
     if module is None:
-        return 0
+        return 0, ""
     try:
         pipeline = device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
         out = device.create_buffer(size=256 * 8, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
@@ -93,26 +108,25 @@ def _probe_subgroup(device) -> int:
         compute.end()
         device.queue.submit([encoder.finish()])
         seen = np.frombuffer(device.queue.read_buffer(out), np.uint32).reshape(256, 2)
-    except Exception:  # a driver that cannot compile the probe: no subgroup operations
-        return 0
+    except Exception:  # a driver that cannot run the probe: no subgroup operations
+        return 0, ""
     size = int(seen[0, 0])
     if size < 2 or size > 128 or size & (size - 1):
-        return 0
+        return 0, ""
     if np.any(seen[:, 0] != size) or np.any(seen[:, 1] != np.arange(256) % size):
-        return 0
-    return size
+        return 0, ""
+    return size, directive
 
 
 def subgroup_size() -> int:
     """The subgroup size kernels for target 'webgpu' are lowered with on this adapter (0:
     reductions across threads go through workgroup memory alone)."""
-    _device()
-    return _state["subgroup"]
+    return _device().subgroup
 
 
 def adapter_id() -> str:
     import wgpu
-    return f"wgpu {wgpu.__version__} on {_device()[3]}, subgroup {subgroup_size()}"
+    return f"wgpu {wgpu.__version__} on {_device().description}, subgroup {subgroup_size()}"
 
 
 class WebGPUExecutable:
@@ -122,11 +136,13 @@ class WebGPUExecutable:
         assumed."""
         import wgpu
         self.wgpu = wgpu
-        device, _, limits, _ = _device()
+        adapter = _device()
+        device, limits = adapter.device, adapter.limits
         self.device = device
+        self.timestamps = adapter.timestamps
         self.source = info["source"]
         if info["status_binding"] >= 0:
-            self.source = _state.get("subgroup_directive", "") + self.source
+            self.source = adapter.subgroup_directive + self.source
         self.report = report
         self.grid = info["grid"]
         self.buffers = info["buffers"]
@@ -194,7 +210,7 @@ class WebGPUExecutable:
         uploaded once and nothing read back; None when the adapter has no timestamp queries."""
         if self.replaced_by is not None:
             return self.replaced_by.time_dispatches(arrays, shape_values, reps)
-        if not _state.get("timestamps"):
+        if not self.timestamps:
             return None
         wgpu, device = self.wgpu, self.device
         bound = self._bind(arrays, shape_values)
@@ -299,15 +315,15 @@ class WebGPUBackend:
         return adapter_id()
 
     def build(self, prim_func, target, key, flags, include_dir):
-        has_f16 = _device()[1]
-        if "-subgroup=" not in target and subgroup_size() > 1:
-            target = f"{target} -subgroup={subgroup_size()}"
+        adapter = _device()
+        if "-subgroup=" not in target and adapter.subgroup > 1:
+            target = f"{target} -subgroup={adapter.subgroup}"
+
+        def compile_for(t):
+            lowered = _C.lower(prim_func.handle, t)
+            return _C.codegen_wgsl(lowered, t, adapter.has_f16), lowered.lowering_report()
 
         def without_subgroups():
-            lowered = _C.lower(prim_func.handle, "webgpu")
-            return WebGPUExecutable(_C.codegen_wgsl(lowered, has_f16, 0), lowered.lowering_report())
+            return WebGPUExecutable(*compile_for("webgpu -subgroup=1"))
 
-        lowered = _C.lower(prim_func.handle, target)
-        subgroup = int(target.split("-subgroup=")[1].split()[0]) if "-subgroup=" in target else 0
-        info = _C.codegen_wgsl(lowered, has_f16, subgroup)
-        return WebGPUExecutable(info, lowered.lowering_report(), without_subgroups), None
+        return WebGPUExecutable(*compile_for(target), without_subgroups), None

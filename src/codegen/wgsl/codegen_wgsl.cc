@@ -91,7 +91,6 @@ class WgslCodegen {
       // promises neither the size nor that order, so every thread checks both and, where
       // they do not hold, raises the status word: the runtime then discards the results and
       // runs the kernel compiled without subgroup operations.
-      kernel_.subgroup = options_.subgroup;
       kernel_.status_binding = int(kernel_.buffers.size()) + (kernel_.uniforms.empty() ? 0 : 1);
       header_ << "@group(0) @binding(" << std::to_string(kernel_.status_binding)
               << ") var<storage, read_write> tl_status: atomic<u32>;\n";

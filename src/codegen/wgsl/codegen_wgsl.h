@@ -45,10 +45,10 @@ struct WgslKernel {
     DataType dtype;   // i32, u32 or f32 in the struct
   };
   std::vector<Uniform> uniforms;  // fields of the uniform struct, 4 bytes each, in order
-  // When the kernel uses subgroup operations: the size it assumes, and the binding of a
-  // 4-byte status word (zero before the dispatch) that comes back nonzero when the
-  // adapter's subgroups were not that size or not in thread order (results then invalid).
-  int subgroup = 0;
+  // When the kernel uses subgroup operations (of WgslOptions::subgroup lanes): the binding
+  // of a 4-byte status word, zero before the dispatch, that comes back nonzero when the
+  // adapter's subgroups were not that size or not in thread order (results then invalid);
+  // -1 otherwise.
   int status_binding = -1;
 };
 
