@@ -122,6 +122,28 @@ def test_scalar_atomic_max_and_min(target, rng):
     np.testing.assert_array_equal(r, [a.max(), a.min()])
 
 
+def test_int32_histogram_through_shared_atomics(target, rng):
+    # Each block counts its values into a shared histogram (cleared, updated atomically, then
+    # read back) and adds it into the global one atomically: int32 atomics on both memories.
+    bins = 16
+
+    @T.prim_func
+    def histogram(A: T.Tensor((4096,), "int32"), H: T.Tensor((bins,), "int32")):
+        with T.Kernel(16, threads=128) as bx:
+            local = T.alloc_shared((bins,), "int32")
+            T.clear(local)
+            for i in T.Parallel(256):
+                T.atomic_add(local[A[bx * 256 + i]], 1)
+            for b in T.Parallel(bins):
+                T.atomic_add(H[b], local[b])
+
+    k = tilelang.compile(histogram, target=target)
+    a = rng.integers(0, bins, 4096).astype(np.int32)
+    h = np.full(bins, 5, np.int32)
+    k(a, h)
+    np.testing.assert_array_equal(h, np.bincount(a, minlength=bins) + 5)
+
+
 def test_print_scalar_and_buffer(target, capfd):
     if target != "cpu":
         pytest.skip("device printf output is not captured by pytest")

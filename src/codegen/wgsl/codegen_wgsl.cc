@@ -52,6 +52,7 @@ class WgslCodegen {
     kernel_.grid = k->grid;
     for (size_t d = 0; d < k->threads.size() && d < 3; ++d) kernel_.workgroup_size[d] = k->threads[d];
 
+    collect_atomic_targets(k->body);
     // Parameters: buffers are bindings, scalars and dynamic dimensions uniforms.
     std::unordered_set<const BufferNode*> written = buffers_written(k->body);
     for (size_t i = 0; i < f->params.size(); ++i) {
@@ -64,7 +65,7 @@ class WgslCodegen {
         bool w = written.count(p.buffer.get()) > 0;
         kernel_.buffers.push_back({int(i), name, p.buffer->dtype, w});
         header_ << "@group(0) @binding(" << std::to_string(kernel_.buffers.size() - 1) << ") var<storage, "
-                << (w ? "read_write" : "read") << "> " << name << ": array<" << t << ">;\n";
+                << (w ? "read_write" : "read") << "> " << name << ": array<" << element_type(p.buffer, t) << ">;\n";
       } else {
         add_uniform(int(i), p.var);
       }
@@ -165,6 +166,72 @@ class WgslCodegen {
     line("let " + n + ": i32 = i32(" + builtin + ");");
     var_names_[v.get()] = n;
     nonneg_.insert(v.get());
+  }
+
+  // ---------------------------------------------------------------- atomics
+  // WGSL atomics live in atomic<i32>/atomic<u32> storage, so a buffer that a T.atomic_*
+  // updates is declared so throughout the kernel (float32 as its bits in atomic<u32>) and
+  // every access to it goes through atomicLoad / atomicStore.
+  void collect_atomic_targets(const Stmt& body) {
+    struct Targets : IRVisitor {
+      std::vector<std::pair<Buffer, Span>> found;
+      using IRVisitor::visit;
+      void visit_call(const CallNode* n) override {
+        if (n->op.rfind("atomic_", 0) == 0 && !n->args.empty())
+          if (auto* l = dynamic_cast<const BufferLoadNode*>(n->args[0].get())) found.push_back({l->buffer, n->span});
+        IRVisitor::visit_call(n);
+      }
+    } t;
+    t.visit(body);
+    for (auto& [b, span] : t.found) {
+      DataType d = b->dtype;
+      if (!(d == DataType::Float(32) || d == DataType::Int(32) || d == DataType::UInt(32)))
+        unsupported(span, "atomics on " + d.str() + " (buffer '" + b->name + "'); WGSL's are 32-bit",
+                    "accumulate in float32 or int32");
+      if (b->scope == scope::kLocalVar || b->scope == scope::kLocal || b->scope == scope::kFragment)
+        fail(ErrorKind::Unsupported, span, "an atomic update of the per-thread buffer '" + b->name + "'",
+             "atomics update global or shared memory; update a local value directly");
+      atomic_buffers_.insert(b.get());
+      if (b->data) atomic_data_.insert(b->data.get());
+    }
+  }
+  bool is_atomic(const Buffer& b) const {
+    return atomic_buffers_.count(b.get()) || (b->data && atomic_data_.count(b->data.get()));
+  }
+  // The array element type of a buffer's declaration (scalar type t unless atomic).
+  std::string element_type(const Buffer& b, const std::string& t) const {
+    if (!is_atomic(b)) return t;
+    return b->dtype == DataType::Int(32) ? "atomic<i32>" : "atomic<u32>";
+  }
+  std::string atomic_load(const Buffer& b, const std::string& elem) const {
+    std::string v = "atomicLoad(&" + elem + ")";
+    return b->dtype == DataType::Float(32) ? "bitcast<f32>(" + v + ")" : v;
+  }
+  // A T.atomic_add/max/min statement: native for integers, a compare-exchange loop on the
+  // bits for float32. The returned previous value is not available.
+  void emit_atomic_update(const CallNode* n) {
+    auto* dst = as<BufferLoadNode>(n->args.at(0));
+    const Buffer& b = dst->buffer;
+    std::string elem = element(b, dst->indices, dst->span);
+    std::string value = convert(n->args.at(1), b->dtype);
+    std::string fn = n->op == "atomic_add" ? "Add" : n->op == "atomic_max" ? "Max" : "Min";
+    if (b->dtype != DataType::Float(32)) return line("atomic" + fn + "(&" + elem + ", " + value + ");");
+    std::string combined = n->op == "atomic_add" ? "bitcast<f32>(tl_old) + tl_value"
+                           : n->op == "atomic_max" ? "max(bitcast<f32>(tl_old), tl_value)"
+                                                   : "min(bitcast<f32>(tl_old), tl_value)";
+    line("{");
+    ++indent_;
+    line("let tl_value: f32 = " + value + ";");
+    line("var tl_old: u32 = atomicLoad(&" + elem + ");");
+    line("loop {");
+    ++indent_;
+    line("let tl_swap = atomicCompareExchangeWeak(&" + elem + ", tl_old, bitcast<u32>(" + combined + "));");
+    line("if (tl_swap.exchanged) { break; }");
+    line("tl_old = tl_swap.old_value;");
+    --indent_;
+    line("}");
+    --indent_;
+    line("}");
   }
 
   // ---------------------------------------------------------------- output
@@ -293,7 +360,8 @@ class WgslCodegen {
       }
       case ExprKind::BufferLoad: {
         auto* l = as<BufferLoadNode>(e);
-        return element(l->buffer, l->indices, l->span);
+        std::string elem = element(l->buffer, l->indices, l->span);
+        return is_atomic(l->buffer) ? atomic_load(l->buffer, elem) : elem;
       }
       case ExprKind::Call: return emit_call(as<CallNode>(e));
     }
@@ -347,8 +415,8 @@ class WgslCodegen {
     Span sp = n->span;
     if (op == "bitwise_xor") return "(" + convert(n->args.at(0), n->dtype) + " ^ " + convert(n->args.at(1), n->dtype) + ")";
     if (op.rfind("atomic_", 0) == 0)
-      unsupported(sp, "T." + op + " (WGSL has no float atomics; integer atomics need atomic<i32> buffers)",
-                  "reduce into a fragment or shared buffer and write once, or run on cuda/cpu");
+      unsupported(sp, "the value T." + op + " returns (WGSL's float atomics are compare-exchange loops)",
+                  "call T." + op + " as a statement");
     if (op == "print") unsupported(sp, "T.print");
     if (op == "shfl_xor") {
       // Lowered for options_.subgroup lanes (Target::warp_size); the butterfly partner.
@@ -432,8 +500,10 @@ class WgslCodegen {
       }
       case StmtKind::BufferStore: {
         auto* n = as<BufferStoreNode>(s);
-        line(element(n->buffer, n->indices, n->span) + " = " + convert(n->value, n->buffer->dtype) + ";");
-        return;
+        std::string elem = element(n->buffer, n->indices, n->span), value = convert(n->value, n->buffer->dtype);
+        if (!is_atomic(n->buffer)) return line(elem + " = " + value + ";");
+        if (n->buffer->dtype == DataType::Float(32)) value = "bitcast<u32>(" + value + ")";
+        return line("atomicStore(&" + elem + ", " + value + ");");
       }
       case StmtKind::LetStmt: {
         auto* n = as<LetStmtNode>(s);
@@ -501,6 +571,11 @@ class WgslCodegen {
     auto* call = as<CallNode>(n->value);
     if (!call) return;
     if (call->op == "sync_threads") return line("workgroupBarrier();");
+    if (call->op == "atomic_add" || call->op == "atomic_max" || call->op == "atomic_min") {
+      if (call->args.size() != 2 || !as<BufferLoadNode>(call->args[0]))
+        fail(ErrorKind::Internal, call->span, "internal: T." + call->op + " takes a buffer element and a value");
+      return emit_atomic_update(call);
+    }
     if (call->op == "use_swizzle") return;  // block order: a CUDA L2 optimisation
     if (call->op == "cp_async" || call->op == "cp_async_commit" || call->op == "cp_async_wait" ||
         call->op == "ldmatrix" || call->op == "mma_sync")
@@ -528,7 +603,8 @@ class WgslCodegen {
     if (count < 0) unsupported(n->span, "buffer '" + b->name + "' of symbolic size", "give tiles constant shapes");
     count = std::max<int64_t>(count, 1);
     if (b->is_shared()) {
-      workgroup_ << "var<workgroup> " << name << ": array<" << t << ", " << std::to_string(count) << ">;\n";
+      workgroup_ << "var<workgroup> " << name << ": array<" << element_type(b, t) << ", " << std::to_string(count)
+                 << ">;\n";
       kernel_.workgroup_bytes += count * std::max(4, b->dtype.bytes());
     } else if (b->scope == scope::kLocal || b->scope == scope::kFragment) {
       line("var " + name + ": array<" + t + ", " + std::to_string(count) + ">;");
@@ -552,6 +628,8 @@ class WgslCodegen {
   std::unordered_map<const BufferNode*, std::string> buffer_names_;
   std::unordered_map<const VarNode*, std::string> data_names_;
   std::unordered_set<const BufferNode*> scalars_;
+  std::unordered_set<const BufferNode*> atomic_buffers_;  // targets of T.atomic_* (see collect_atomic_targets)
+  std::unordered_set<const VarNode*> atomic_data_;
   std::vector<std::pair<std::string, std::string>> uniform_vars_;  // (P.field, local name)
 };
 

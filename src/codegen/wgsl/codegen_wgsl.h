@@ -6,7 +6,8 @@
 //
 // Indices are 32-bit (WGSL has no 64-bit integers in core). Types: f32, i32, u32, bool, and
 // f16 when the adapter has shader-f16; anything else is rejected with
-// "not supported on webgpu: ...", as are atomics, T.print and 8/16-bit integers.
+// "not supported on webgpu: ...", as are T.print and 8/16-bit integers. T.atomic_add/max/min
+// work on float32, int32 and uint32 buffers (float32 by compare-exchange on its bits).
 //
 // Shuffles (reductions across threads) become subgroupShuffleXor when the function was
 // lowered for a subgroup size; see WgslKernel::status_binding for how that is checked.
