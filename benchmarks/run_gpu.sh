@@ -3,6 +3,7 @@
 # benchmarks against references measured in the same run, print a short table last.
 #   bash benchmarks/run_gpu.sh            (logs under $OUT when set, else build/gpu-logs)
 #   bash benchmarks/run_gpu.sh webgpu     (build, then only the webgpu suite and its GEMM)
+#   bash benchmarks/run_gpu.sh tests      (build and every suite, no benchmarks)
 # The webgpu suite runs too when `import wgpu` works. On a machine without the Vulkan
 # loader, unpack Debian's libvulkan1 (and friends) into / first and point the loader at
 # the driver, e.g. VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json;
@@ -26,13 +27,13 @@ cmake --build build/gpu -j"$(nproc)" > "$LOGS/build.log" 2>&1 || { grep -m20 err
 cp build/gpu/_C*.so python/tilelang/
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
 ONLY=${1:-all}
-if [ "$tests" = ON ] && [ "$ONLY" = all ]; then
+if [ "$tests" = ON ] && [ "$ONLY" != webgpu ]; then
   echo "== C++ tests"
   ctest --test-dir build/gpu --output-on-failure > "$LOGS/ctest.log" 2>&1; tail -3 "$LOGS/ctest.log"
 else
   echo "== C++ tests: skipped (no GoogleTest on this machine)"
 fi
-if [ "$ONLY" = all ]; then
+if [ "$ONLY" != webgpu ]; then
 echo "== Python suite on cuda"
 TILELANG_RANDOM_CASES=${TILELANG_RANDOM_CASES:-16} TILELANG_TEST_TARGETS=cuda timeout 900 $PY -m pytest -q -p no:cacheprovider tests/python \
   > "$LOGS/pytest_cuda.log" 2>&1; tail -3 "$LOGS/pytest_cuda.log"
@@ -56,7 +57,7 @@ if $PY -c "import wgpu" 2>/dev/null; then
       grep -E "^#[0-9]+ " "$LOGS/gdb_webgpu.log" | head -30
     fi
   fi
-  $PY benchmarks/webgpu_bench.py 2>&1 | grep -v XDG_RUNTIME | tail -4
+  [ "$ONLY" = tests ] || $PY benchmarks/webgpu_bench.py 2>&1 | grep -v XDG_RUNTIME | tail -4
 else
   echo "== Python suite on webgpu: skipped (wgpu is not installed here)"
 fi
