@@ -57,12 +57,12 @@ if $PY -c "import wgpu" 2>/dev/null; then
       grep -E "^#[0-9]+ " "$LOGS/gdb_webgpu.log" | head -30
     fi
   fi
-  [ "$ONLY" = tests ] || $PY benchmarks/webgpu_bench.py 2>&1 | grep -v XDG_RUNTIME | tail -4
+  [ "$ONLY" = tests ] || $PY benchmarks/webgpu_bench.py 2>&1 | grep -v XDG_RUNTIME | tail -5
 else
   echo "== Python suite on webgpu: skipped (wgpu is not installed here)"
 fi
 [ "$ONLY" = all ] || exit 0
 echo "== example (make run's kernel, target auto)"
-$PY examples/gemm.py --m 2048 --n 2048 --k 2048 2>&1 | tail -4
+$PY examples/gemm.py --m 2048 --n 2048 --k 2048 2>&1 | tail -5
 echo "== benchmarks"
 $PY benchmarks/gpu_bench.py 2>&1 | tee "$LOGS/bench.log" | tail -40

@@ -117,3 +117,67 @@ def test_subgroup_target_lowers_to_shuffles():
     lowered = tilelang.lower(reduce_tile(64, 256, "sum", 1), target="webgpu -subgroup=32")
     assert "shfl_xor" in lowered
     assert "shfl_xor" not in tilelang.lower(reduce_tile(64, 256, "sum", 1), target="webgpu")
+
+
+def accumulate_row_sums(M, N, threads=128):
+    """Acc[i] += sum_j X[i, j], Acc read and written in place."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Acc: T.Tensor((M,), "float32")):
+        with T.Kernel(M // 16, threads=threads) as bx:
+            x = T.alloc_fragment((16, N), "float32")
+            r = T.alloc_fragment((16,), "float32")
+            T.copy(X[bx * 16, 0], x)
+            T.copy(Acc[bx * 16], r)
+            T.reduce_sum(x, r, dim=1, clear=False)
+            T.copy(r, Acc[bx * 16])
+
+    return main
+
+
+def test_device_arrays_stay_on_the_gpu(adapter, rng):
+    x = rng.standard_normal((64, 256)).astype(np.float32)
+    k = tilelang.compile(softmax(64, 256), out_idx=[1], target="webgpu")
+    y = k(webgpu.to_device(x))
+    assert isinstance(y, webgpu.DeviceArray) and y.shape == (64, 256) and y.dtype == np.float32
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(y.numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+    # Chained: the output of one call is the input of the next, with no copy in between.
+    z = k(y)
+    webgpu.synchronize()
+    ey = np.exp(y.numpy() - y.numpy().max(1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(z), ey / ey.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_device_array_updated_in_place(adapter, rng):
+    x = rng.standard_normal((64, 256)).astype(np.float32)
+    acc0 = rng.standard_normal(64).astype(np.float32)
+    acc = webgpu.to_device(acc0)
+    k = tilelang.compile(accumulate_row_sums(64, 256), target="webgpu")
+    k(x, acc)  # a host input and a device in/out argument
+    k(webgpu.to_device(x), acc)
+    np.testing.assert_allclose(acc.numpy(), acc0 + 2 * x.astype(np.float64).sum(1), rtol=1e-5, atol=1e-4)
+
+
+def test_failed_subgroup_check_restores_device_arrays(subgroups, rng):
+    # The first dispatch, lowered for the wrong subgroup size, writes wrong sums into Acc;
+    # the runtime puts Acc back before it reruns the kernel built without subgroups.
+    wrong = subgroups * 2 if subgroups < 128 else subgroups // 2
+    x = rng.standard_normal((64, 256)).astype(np.float32)
+    acc0 = rng.standard_normal(64).astype(np.float32)
+    acc = webgpu.to_device(acc0)
+    k = tilelang.compile(accumulate_row_sums(64, 256), target=f"webgpu -subgroup={wrong}")
+    k(webgpu.to_device(x), acc)
+    assert "did not match the compiled size" in k.get_lowering_report()
+    np.testing.assert_allclose(acc.numpy(), acc0 + x.astype(np.float64).sum(1), rtol=1e-5, atol=1e-4)
+
+
+def test_device_array_checked_like_any_argument(adapter, rng):
+    k = tilelang.compile(softmax(64, 256), out_idx=[1], target="webgpu")
+    with pytest.raises(ValueError, match=r"argument 'X' has shape \(64, 128\)"):
+        k(webgpu.empty((64, 128), np.float32))
+    with pytest.raises(TypeError, match="argument 'X' has dtype int32, expected float32"):
+        k(webgpu.empty((64, 256), np.int32))
+    cpu = tilelang.compile(softmax(64, 256), out_idx=[1], target="cpu")
+    with pytest.raises(ValueError, match="argument 'X' is on device 'webgpu'.*needs cpu memory"):
+        cpu(webgpu.empty((64, 256), np.float32))

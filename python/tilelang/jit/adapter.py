@@ -26,6 +26,12 @@ def view_of(x, param_name: str) -> ArrayView:
         strides = tuple(s // itemsize for s in x.strides) if itemsize else x.strides
         return ArrayView(x.__array_interface__["data"][0], x.shape, strides, canonical(x.dtype),
                          "numpy", "cpu", x)
+    if getattr(x, "__tilelang_webgpu__", False):  # tilelang.jit.webgpu.DeviceArray
+        strides, step = [], 1
+        for d in reversed(x.shape):
+            strides.insert(0, step)
+            step *= d
+        return ArrayView(0, x.shape, tuple(strides), canonical(x.dtype), "webgpu", "webgpu", x)
     if _is_torch(x):
         return ArrayView(x.data_ptr(), tuple(x.shape), tuple(x.stride()), canonical(x.dtype), "torch",
                          x.device.type, x)
@@ -44,7 +50,8 @@ def view_of(x, param_name: str) -> ArrayView:
             raise TypeError(f"argument '{param_name}': cannot read this {type(x).__name__} through DLPack "
                             f"on the CPU ({e})") from e
         return view_of(arr, param_name)
-    raise TypeError(f"argument '{param_name}' must be an array (numpy, torch or any DLPack tensor), "
+    raise TypeError(f"argument '{param_name}' must be an array (numpy, torch, any DLPack tensor, or a "
+                    f"tilelang.jit.webgpu.DeviceArray), "
                     f"got {type(x).__name__}")
 
 
@@ -111,6 +118,12 @@ def shape_text(shape) -> str:
 
 
 def allocate(lib: str, shape, dtype: str, like=None):
+    if lib == "webgpu":
+        from .webgpu import empty
+        npd = numpy_dtype(dtype)
+        if npd is None:
+            raise TypeError(f"no numpy dtype stores {dtype}; pass the output explicitly")
+        return empty(shape, npd)
     if lib == "torch":
         import torch
         return torch.empty(shape, dtype=torch_dtype(dtype), device=like.device if like is not None else "cpu")

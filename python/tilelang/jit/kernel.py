@@ -160,6 +160,7 @@ class JITKernel:
             names = ", ".join(p.name for p in self.input_params)
             raise TypeError(f"{name}() takes {n_in} argument(s) ({names}), got {len(args)}")
         device = self._backend.device
+        accepted = getattr(self._backend, "devices", (device,))
         binder = Binder(name)
         values = {}  # param index -> pointer (buffers) or Python number (scalars)
         arrays = {}  # param index -> the array object (buffers)
@@ -178,10 +179,10 @@ class JITKernel:
                 binder.values.setdefault(p.name, a)
                 continue
             v = view_of(a, p.name)
-            if v.lib == "torch":
-                lib, like = "torch", v.obj
+            if v.lib in ("torch", "webgpu"):
+                lib, like = v.lib, v.obj
             staged = device == "cuda" and v.device == "cpu" and v.lib == "numpy"
-            self._check_buffer_arg(binder, i, p, v, "cpu" if staged else device)
+            self._check_buffer_arg(binder, i, p, v, ("cpu",) if staged else accepted)
             values[i] = _stage(v.obj, keep) if staged else v.ptr
             arrays[i] = v.obj
         binder.finish()
@@ -202,7 +203,9 @@ class JITKernel:
             self._executable.run(values, shapes, int(stream or 0))
             _unstage(keep)
         elif getattr(self._backend, "takes_arrays", False):
-            host = {i: (np.asarray(a) if not isinstance(a, np.ndarray) else a) for i, a in arrays.items()}
+            # Host arrays as numpy; WebGPU DeviceArrays stay where they are.
+            host = {i: a if isinstance(a, np.ndarray) or getattr(a, "__tilelang_webgpu__", False)
+                    else np.asarray(a) for i, a in arrays.items()}
             for i, p in enumerate(self.params):
                 if p.kind == "scalar":
                     host[i] = values[i]
@@ -230,11 +233,11 @@ class JITKernel:
         base = shape_values.__array_interface__["data"][0]
         self._executable.run(ptrs, [base + 8 * k for k in range(len(self._shape_var_names))])
 
-    def _check_buffer_arg(self, binder, i, p, v, device):
+    def _check_buffer_arg(self, binder, i, p, v, devices):
         name = self.prim_func.name
-        if v.device != device:
+        if v.device not in devices:
             raise ValueError(f"{name}: argument '{p.name}' is on device '{v.device}', but the kernel was "
-                             f"compiled for target '{self.target}' and needs {device} memory")
+                             f"compiled for target '{self.target}' and needs {' or '.join(devices)} memory")
         if v.dtype != p.dtype:
             raise TypeError(f"{name}: argument '{p.name}' has dtype {v.dtype}, expected {p.dtype}")
         specs = self._dim_specs[i]

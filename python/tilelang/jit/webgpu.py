@@ -129,6 +129,66 @@ def adapter_id() -> str:
     return f"wgpu {wgpu.__version__} on {_device().description}, subgroup {subgroup_size()}"
 
 
+def _storage_usage():
+    import wgpu
+    return wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+
+
+class DeviceArray:
+    """A contiguous array kept in a WebGPU storage buffer, so that kernels called with it
+    neither upload nor read back. Make one with to_device(array) or empty(shape, dtype);
+    kernels given one for an input return their outputs as DeviceArrays too; .numpy()
+    copies it back."""
+    __tilelang_webgpu__ = True
+
+    def __init__(self, shape, dtype, buffer=None):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        # Storage buffers are arrays of 4-byte words (and a binding may not be empty).
+        size = max(4, (self.nbytes + 3) // 4 * 4)
+        self.buffer = buffer or _device().device.create_buffer(size=size, usage=_storage_usage())
+
+    def numpy(self) -> np.ndarray:
+        raw = np.frombuffer(_device().device.queue.read_buffer(self.buffer), np.uint8)[:self.nbytes]
+        return raw.view(self.dtype).reshape(self.shape).copy()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __repr__(self):
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, webgpu)"
+
+
+def _padded_bytes(array) -> np.ndarray:
+    data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    padded = np.zeros(max(4, (data.size + 3) // 4 * 4), np.uint8)
+    padded[:data.size] = data
+    return padded
+
+
+def to_device(array) -> DeviceArray:
+    """A DeviceArray holding a copy of a host array."""
+    a = np.asarray(array)
+    return DeviceArray(a.shape, a.dtype, _device().device.create_buffer_with_data(
+        data=_padded_bytes(a), usage=_storage_usage()))
+
+
+def empty(shape, dtype) -> DeviceArray:
+    """An uninitialised DeviceArray."""
+    return DeviceArray(shape, dtype)
+
+
+def synchronize():
+    """Waits until the GPU has finished the work submitted so far: reads back a 4-byte
+    buffer, which the queue orders after everything before it (wgpu 0.32's
+    on_submitted_work_done does not work)."""
+    if "fence" not in _state:
+        _state["fence"] = _device().device.create_buffer(size=4, usage=_storage_usage())
+    _device().device.queue.read_buffer(_state["fence"])
+
+
 class WebGPUExecutable:
     def __init__(self, info: dict, report: str, fallback=None):
         """fallback: when the kernel uses subgroup operations, a function that builds the
@@ -150,6 +210,10 @@ class WebGPUExecutable:
         self.status_binding = info["status_binding"]
         self.fallback = fallback
         self.replaced_by = None
+        # A subgroup kernel's status word is read after its first dispatch only: the size and
+        # order of a pipeline's subgroups do not change between dispatches.
+        self.subgroups_checked = False
+        self.status = None
         threads = int(np.prod(info["workgroup_size"]))
         if threads > limits["max-compute-invocations-per-workgroup"]:
             raise TileLangUnsupportedError(
@@ -194,16 +258,43 @@ class WebGPUExecutable:
         bound = self._bind(arrays, shape_values)
         if bound is None:
             return
-        group, grid, gpu_buffers, status = bound
+        group, grid, gpu_buffers = bound
+        # Before the subgroup check, device arrays the kernel writes are saved, so that a
+        # failed check can put them back for the rerun.
+        saved = [] if self.subgroups_checked else self._save_written(arrays, gpu_buffers)
         self._submit(group, grid)
-        if self._subgroups_failed(status):
+        if self._subgroups_failed():
+            self._restore(saved)
             return self.replaced_by.run(arrays, shape_values)
         for binding, (index, _, _, written) in enumerate(self.buffers):
-            if not written:
-                continue
             out = arrays[index]
+            if not written or not isinstance(out, np.ndarray):
+                continue
             flat = out.reshape(-1).view(np.uint8)
             flat[:] = np.frombuffer(self.device.queue.read_buffer(gpu_buffers[binding]), np.uint8)[:flat.size]
+
+    def _save_written(self, arrays, gpu_buffers):
+        if self.status_binding < 0:
+            return []
+        saved = []
+        encoder = self.device.create_command_encoder()
+        for binding, (index, _, _, written) in enumerate(self.buffers):
+            if written and isinstance(arrays[index], DeviceArray):
+                src = gpu_buffers[binding]
+                copy = self.device.create_buffer(size=src.size, usage=_storage_usage())
+                encoder.copy_buffer_to_buffer(src, 0, copy, 0, src.size)
+                saved.append((src, copy))
+        if saved:
+            self.device.queue.submit([encoder.finish()])
+        return saved
+
+    def _restore(self, saved):
+        if not saved:
+            return
+        encoder = self.device.create_command_encoder()
+        for dst, copy in saved:
+            encoder.copy_buffer_to_buffer(copy, 0, dst, 0, dst.size)
+        self.device.queue.submit([encoder.finish()])
 
     def time_dispatches(self, arrays: dict, shape_values: dict, reps: int = 20):
         """Milliseconds per dispatch on the GPU's clock (timestamp queries), the arguments
@@ -216,9 +307,9 @@ class WebGPUExecutable:
         bound = self._bind(arrays, shape_values)
         if bound is None:
             return 0.0
-        group, grid, _, status = bound
+        group, grid, _ = bound
         self._submit(group, grid)  # warm-up, and the subgroup check
-        if self._subgroups_failed(status):
+        if self._subgroups_failed():
             return self.replaced_by.time_dispatches(arrays, shape_values, reps)
         queries = device.create_query_set(type=wgpu.QueryType.timestamp, count=2)
         resolved = device.create_buffer(size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
@@ -228,8 +319,8 @@ class WebGPUExecutable:
         return float(ticks[1] - ticks[0]) * _timestamp_period(device.queue) / 1e6 / reps
 
     def _bind(self, arrays, shape_values):
-        """Uploads the arguments: (bind group, grid, storage buffers, status buffer or None),
-        or None for an empty grid."""
+        """Uploads the host arguments (device arrays are bound as they are): (bind group,
+        grid, storage buffers), or None for an empty grid."""
         wgpu, device = self.wgpu, self.device
         grid = [_C.eval_int(g, shape_values) for g in self.grid]
         if min(grid) <= 0:
@@ -238,13 +329,14 @@ class WebGPUExecutable:
             raise ValueError(f"not supported on webgpu: a grid of {grid} blocks (at most 65535 per dimension)")
         while len(grid) < 3:
             grid.append(1)
-        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        usage = _storage_usage()
         gpu_buffers, entries = [], []
         for binding, (index, _, _, _) in enumerate(self.buffers):
-            data = np.ascontiguousarray(arrays[index]).reshape(-1).view(np.uint8)
-            padded = np.zeros(max(4, (data.size + 3) // 4 * 4), np.uint8)
-            padded[:data.size] = data
-            buf = device.create_buffer_with_data(data=padded, usage=usage)
+            a = arrays[index]
+            if isinstance(a, DeviceArray):
+                buf = a.buffer
+            else:
+                buf = device.create_buffer_with_data(data=_padded_bytes(a), usage=usage)
             gpu_buffers.append(buf)
             entries.append({"binding": binding, "resource": {"buffer": buf}})
         if self.uniforms:
@@ -258,11 +350,11 @@ class WebGPUExecutable:
             packed[:raw.size] = raw
             ubuf = device.create_buffer_with_data(data=packed, usage=wgpu.BufferUsage.UNIFORM)
             entries.append({"binding": len(self.buffers), "resource": {"buffer": ubuf}})
-        status = None
         if self.status_binding >= 0:
-            status = device.create_buffer_with_data(data=np.zeros(4, np.uint8), usage=usage)
-            entries.append({"binding": self.status_binding, "resource": {"buffer": status}})
-        return device.create_bind_group(layout=self.layout, entries=entries), grid, gpu_buffers, status
+            if self.status is None:
+                self.status = device.create_buffer_with_data(data=np.zeros(4, np.uint8), usage=usage)
+            entries.append({"binding": self.status_binding, "resource": {"buffer": self.status}})
+        return device.create_bind_group(layout=self.layout, entries=entries), grid, gpu_buffers
 
     def _submit(self, group, grid, reps=1, timestamp_writes=None, resolve=None):
         encoder = self.device.create_command_encoder()
@@ -276,11 +368,15 @@ class WebGPUExecutable:
             encoder.resolve_query_set(resolve[0], 0, 2, resolve[1], 0)
         self.device.queue.submit([encoder.finish()])
 
-    def _subgroups_failed(self, status) -> bool:
-        """After a dispatch of a kernel with subgroup operations: when its threads found the
-        subgroups other than assumed, swaps in the kernel built without them (the caller
-        reruns; nothing has been copied back yet) and says so."""
-        if status is None or not np.frombuffer(self.device.queue.read_buffer(status), np.uint32)[0]:
+    def _subgroups_failed(self) -> bool:
+        """After the first dispatch of a kernel with subgroup operations: when its threads
+        found the subgroups other than assumed, swaps in the kernel built without them (the
+        caller restores what it saved and reruns; nothing has been copied back yet) and
+        says so."""
+        if self.status is None or self.subgroups_checked:
+            return False
+        self.subgroups_checked = True
+        if not np.frombuffer(self.device.queue.read_buffer(self.status), np.uint32)[0]:
             return False
         self.replaced_by = self.fallback()
         self.report += ("\nwebgpu: the adapter's subgroups did not match the compiled size or thread order; "
@@ -300,15 +396,16 @@ def _timestamp_period(queue) -> float:
 
 def time_dispatches(kernel, args, reps: int = 20):
     """GPU time per launch, in milliseconds, of a kernel compiled for target webgpu, on
-    the adapter's timestamp queries: args (one array per parameter, outputs included) are
-    uploaded once and the kernel dispatched reps times in one compute pass. None when the
-    adapter has no timestamp queries."""
+    the adapter's timestamp queries: args (one array per parameter, outputs included; host
+    arrays are uploaded once) and the kernel dispatched reps times in one compute pass.
+    None when the adapter has no timestamp queries."""
     arrays = {i: a for i, a in enumerate(args)}
     return kernel._executable.time_dispatches(arrays, {}, reps)
 
 
 class WebGPUBackend:
-    device = "cpu"  # arguments are host arrays; the runtime moves them
+    device = "cpu"  # host arrays, which the runtime moves for each call...
+    devices = ("cpu", "webgpu")  # ...or DeviceArrays, which stay on the GPU
     takes_arrays = True
 
     def compiler_id(self) -> str:
