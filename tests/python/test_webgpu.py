@@ -181,3 +181,12 @@ def test_device_array_checked_like_any_argument(adapter, rng):
     cpu = tilelang.compile(softmax(64, 256), out_idx=[1], target="cpu")
     with pytest.raises(ValueError, match="argument 'X' is on device 'webgpu'.*needs cpu memory"):
         cpu(webgpu.empty((64, 256), np.float32))
+
+
+def test_buffer_over_the_adapter_binding_limit_is_a_clear_error(adapter, rng, monkeypatch):
+    k = tilelang.compile(softmax(64, 256), out_idx=[1], target="webgpu")
+    # As if the adapter bound no more than 1 KiB (the executable is shared: restored after).
+    monkeypatch.setattr(k._executable, "max_buffer_bytes", 1024)
+    with pytest.raises(ValueError, match=r"not supported on webgpu: argument 'X' is 65536 bytes; the adapter "
+                                         r"binds at most 1024 bytes per buffer"):
+        k(rng.standard_normal((64, 256)).astype(np.float32))

@@ -55,6 +55,7 @@ def _device() -> _Adapter:
     features = [f for f in ("shader-f16", "subgroup", "timestamp-query") if f in adapter.features]
     limits = {k: adapter.limits[k] for k in ("max-compute-invocations-per-workgroup",
                                              "max-compute-workgroup-storage-size",
+                                             "max-buffer-size",
                                              "max-storage-buffer-binding-size",
                                              "max-compute-workgroups-per-dimension",
                                              "max-storage-buffers-per-shader-stage")}
@@ -214,6 +215,8 @@ class WebGPUExecutable:
         # order of a pipeline's subgroups do not change between dispatches.
         self.subgroups_checked = False
         self.status = None
+        self.max_buffer_bytes = min(limits["max-buffer-size"], limits["max-storage-buffer-binding-size"])
+        self.max_groups = limits["max-compute-workgroups-per-dimension"]
         threads = int(np.prod(info["workgroup_size"]))
         if threads > limits["max-compute-invocations-per-workgroup"]:
             raise TileLangUnsupportedError(
@@ -325,14 +328,18 @@ class WebGPUExecutable:
         grid = [_C.eval_int(g, shape_values) for g in self.grid]
         if min(grid) <= 0:
             return None
-        if max(grid) > 65535:
-            raise ValueError(f"not supported on webgpu: a grid of {grid} blocks (at most 65535 per dimension)")
+        if max(grid) > self.max_groups:
+            raise ValueError(f"not supported on webgpu: a grid of {grid} blocks; the adapter allows "
+                             f"{self.max_groups} per dimension")
         while len(grid) < 3:
             grid.append(1)
         usage = _storage_usage()
         gpu_buffers, entries = [], []
-        for binding, (index, _, _, _) in enumerate(self.buffers):
+        for binding, (index, name, _, _) in enumerate(self.buffers):
             a = arrays[index]
+            if a.nbytes > self.max_buffer_bytes:
+                raise ValueError(f"not supported on webgpu: argument '{name}' is {a.nbytes} bytes; the adapter "
+                                 f"binds at most {self.max_buffer_bytes} bytes per buffer")
             if isinstance(a, DeviceArray):
                 buf = a.buffer
             else:
