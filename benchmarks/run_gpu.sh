@@ -4,6 +4,8 @@
 #   bash benchmarks/run_gpu.sh            (logs under $OUT when set, else build/gpu-logs)
 #   bash benchmarks/run_gpu.sh webgpu     (build, then only the webgpu suite and its GEMM)
 #   bash benchmarks/run_gpu.sh tests      (build and every suite, no benchmarks)
+#   bash benchmarks/run_gpu.sh hopper [--quick]  (build, the GEMM suites on cuda, then the GEMM
+#                                         sweep against cuBLAS / _scaled_mm and upstream TileLang)
 # The webgpu suite runs too when `import wgpu` works. On a machine without the Vulkan
 # loader, unpack Debian's libvulkan1 (and friends) into / first and point the loader at
 # the driver, e.g. VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json;
@@ -27,6 +29,24 @@ cmake --build build/gpu -j"$(nproc)" > "$LOGS/build.log" 2>&1 || { grep -m20 err
 cp build/gpu/_C*.so python/tilelang/
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
 ONLY=${1:-all}
+if [ "$ONLY" = hopper ]; then
+  echo "== Python GEMM suites on cuda"
+  TILELANG_TEST_TARGETS=cuda timeout 900 $PY -m pytest -q -p no:cacheprovider tests/python/test_hopper.py \
+    tests/python/test_kernels.py > "$LOGS/pytest_hopper.log" 2>&1; tail -3 "$LOGS/pytest_hopper.log"
+  grep -E "^(FAILED|ERROR)" "$LOGS/pytest_hopper.log" | head -30
+  echo "== GEMM sweep: ours"
+  $PY benchmarks/gemm_sweep.py --label ours --refs ${2:-} > "$LOGS/sweep_ours.jsonl" 2> "$LOGS/sweep_ours.err"
+  tail -2 "$LOGS/sweep_ours.err"
+  if [ -f .ref/tl_site.tar.xz ]; then
+    echo "== GEMM sweep: upstream TileLang (same DSL source, same configurations)"
+    mkdir -p /tmp/tlref && tar -C /tmp/tlref -xJf .ref/tl_site.tar.xz
+    (cd /tmp && PYTHONPATH=/tmp/tlref $PY "$OLDPWD/benchmarks/gemm_sweep.py" --label upstream ${2:-}) \
+      > "$LOGS/sweep_upstream.jsonl" 2> "$LOGS/sweep_upstream.err"
+    tail -2 "$LOGS/sweep_upstream.err"
+  fi
+  $PY benchmarks/hopper_table.py "$LOGS/sweep_ours.jsonl" "$LOGS/sweep_upstream.jsonl" | tee "$LOGS/hopper_table.txt"
+  exit 0
+fi
 if [ "$tests" = ON ] && [ "$ONLY" != webgpu ]; then
   echo "== C++ tests"
   ctest --test-dir build/gpu --output-on-failure > "$LOGS/ctest.log" 2>&1; tail -3 "$LOGS/ctest.log"

@@ -17,7 +17,13 @@ __all__ = [
     "TileLangUnsupportedError",
     "TileLangLayoutError",
     "TileLangInternalError",
+    "TileLangPerformanceWarning",
 ]
+
+
+class TileLangPerformanceWarning(UserWarning):
+    """The compiler took a slower instruction or schedule than the program could have had
+    (the lowering report says which and why)."""
 
 
 class TileLangError(Exception):

@@ -68,12 +68,19 @@ int64_t eval_int(const Expr& e, const std::unordered_map<std::string, int64_t>& 
 
 void bind_compiler(nb::module_& m) {
   m.def("normalise_target", [](const std::string& s) { return Target::parse(s).str(); });
-  m.def("lower", [](const PyFunc& f, const std::string& target) {
+  // switches: the pass configs that are set (tl.disable_wgmma, tl.disable_tma_lower,
+  // tl.disable_warp_specialized).
+  m.def("lower", [](const PyFunc& f, const std::string& target, const std::vector<std::string>& switches) {
     Target t = Target::parse(target);
+    for (auto& s : switches) {
+      if (s == "tl.disable_wgmma") t.disable_wgmma = true;
+      if (s == "tl.disable_tma_lower") t.disable_tma = true;
+      if (s == "tl.disable_warp_specialized") t.disable_warp_specialized = true;
+    }
     if (t.kind == "cuda") return PyFunc{lower_for_cuda(f.f, t)};
     if (t.kind == "webgpu") return PyFunc{lower_for_webgpu(f.f, t)};
     return PyFunc{lower_for_cpu(f.f, t)};
-  });
+  }, nb::arg("func"), nb::arg("target"), nb::arg("switches") = std::vector<std::string>{});
   // The WGSL of a function lowered for webgpu, with what the runtime needs to launch it.
   m.def("codegen_wgsl", [](const PyFunc& f, const std::string& target, bool has_f16) {
     WgslOptions opts;

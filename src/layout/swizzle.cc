@@ -58,6 +58,44 @@ Expr xor_low_bits(const Expr& a, const Expr& b, int bits) {
   return result;
 }
 
+Expr swizzled_offset(const Expr& row, const Expr& col, int64_t rows, int64_t cols, int element_bits,
+                     const SharedSwizzle& s, const std::function<Expr(const Expr&, const Expr&, int)>& xor_op) {
+  auto c = [](int64_t v) { return make_int(v); };
+  if (s.mode == SwizzleMode::None) return add(mul(row, c(cols)), col);
+  const int64_t vec = 128 / element_bits;                   // elements per 16-byte chunk
+  const int64_t chunks = swizzle_width_bytes(s.mode) / 16;  // chunks per segment: 2, 4 or 8
+  int bits = 0;                                             // log2 of the segment's elements
+  while ((int64_t(1) << bits) < vec * chunks) ++bits;
+  // The key (row % 8 scaled to the segment's chunk count) moves whole chunks: XORing the
+  // column with key * vec changes only bits inside the segment.
+  Expr key = mul(floordiv(floormod(row, c(8)), c(8 / chunks)), c(vec));
+  if (!s.panelled(cols)) return add(mul(row, c(cols)), xor_op(col, key, bits));
+  Expr panel = floordiv(col, c(s.panel_cols));
+  return add(add(mul(panel, c(rows * s.panel_cols)), mul(row, c(s.panel_cols))),
+             xor_op(floormod(col, c(s.panel_cols)), key, bits));
+}
+
+Layout make_shared_layout(int64_t rows, int64_t cols, int element_bits, const SharedSwizzle& s) {
+  if (s.mode != SwizzleMode::None && !swizzle_fits(s.mode, cols, element_bits))
+    fail(ErrorKind::Layout, Span{},
+         std::string("a ") + swizzle_mode_name(s.mode) + " swizzle does not fit a tile of " +
+             std::to_string(cols) + " columns of " + std::to_string(element_bits) + "-bit elements",
+         "the row length in bytes must be a multiple of the swizzle width");
+  if (s.panelled(cols) && s.panel_cols * element_bits != swizzle_width_bytes(s.mode) * 8)
+    fail(ErrorKind::Layout, Span{}, "a panel must be exactly one swizzle width wide",
+         "use panel_cols = width bytes / element bytes");
+  return Layout({rows, cols},
+                [&](const std::vector<Var>& v) {
+                  // a ^ b on the low bits, the higher bits of a kept.
+                  auto xor_op = [](const Expr& a, const Expr& b, int bits) {
+                    Expr high = make_int(int64_t(1) << bits);
+                    return add(mul(floordiv(a, high), high), xor_low_bits(a, b, bits));
+                  };
+                  return std::vector<Expr>{swizzled_offset(v[0], v[1], rows, cols, element_bits, s, xor_op)};
+                },
+                {rows * cols});
+}
+
 Layout make_swizzled_layout(int64_t rows, int64_t cols, int element_bits, SwizzleMode mode) {
   if (mode == SwizzleMode::None) return Layout::identity({rows, cols});
   if (!swizzle_fits(mode, cols, element_bits))

@@ -11,12 +11,26 @@
 // wgmma expect. Elements inside a chunk never move, so 16-byte vector accesses stay intact.
 #pragma once
 #include <cstdint>
+#include <functional>
 
 #include "layout/layout.h"
 
 namespace tl {
 
 enum class SwizzleMode : uint8_t { None, B32, B64, B128 };
+
+// How a shared tile [..., rows, cols] is stored. panel_cols == 0 (or == cols): each row is
+// swizzled in place as above (what ldmatrix reads best). panel_cols < cols: the columns are
+// cut into panels of panel_cols elements (exactly the swizzle width), each stored whole,
+// rows x panel_cols, one after another, and swizzled as a tile of that width: the
+// canonical layout of wgmma's shared-memory descriptors and of TMA's swizzled boxes, whose
+// 8-row atoms must be 8 x width bytes contiguous.
+struct SharedSwizzle {
+  SwizzleMode mode = SwizzleMode::None;
+  int64_t panel_cols = 0;
+  bool panelled(int64_t cols) const { return panel_cols > 0 && panel_cols < cols; }
+  bool operator==(const SharedSwizzle& o) const { return mode == o.mode && panel_cols == o.panel_cols; }
+};
 
 // 0, 32, 64, 128.
 int swizzle_width_bytes(SwizzleMode mode);
@@ -34,6 +48,15 @@ SwizzleMode pick_swizzle_mode(int64_t cols, int element_bits);
 // physical element offset is row * cols + column). None gives the identity. Throws
 // CompileError(Layout) when the mode does not fit the tile.
 Layout make_swizzled_layout(int64_t rows, int64_t cols, int element_bits, SwizzleMode mode);
+
+// The element offset, inside one [rows, cols] tile stored as `s`, of logical element
+// (row, col), written with `xor_op(a, b, bits)` for a ^ b where b < 2^bits (a bitwise_xor
+// call in thread-level code, xor_low_bits in the layout algebra).
+Expr swizzled_offset(const Expr& row, const Expr& col, int64_t rows, int64_t cols, int element_bits,
+                     const SharedSwizzle& s, const std::function<Expr(const Expr&, const Expr&, int)>& xor_op);
+
+// The layout [rows, cols] -> [rows * cols] of a tile stored as `s`.
+Layout make_shared_layout(int64_t rows, int64_t cols, int element_bits, const SharedSwizzle& s);
 
 // a XOR b on the low `bits` bits of non-negative a and b, written with floordiv/floormod
 // (the IR has no bitwise operators): sum_t 2^t * ((a // 2^t + b // 2^t) % 2).

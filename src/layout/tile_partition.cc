@@ -130,6 +130,25 @@ TilePartition TilePartition::mma_accumulator(int64_t m, int64_t n, int64_t warps
   return p;
 }
 
+TilePartition TilePartition::wgmma_accumulator(int64_t m, int64_t n, int64_t gm, int64_t gn) {
+  if (m % (64 * gm) != 0 || n % (8 * gn) != 0)
+    fail(ErrorKind::Internal, Span{},
+         "internal: a wgmma accumulator of " + std::to_string(m) + " x " + std::to_string(n) +
+             " does not split over " + std::to_string(gm) + " x " + std::to_string(gn) + " warpgroups");
+  TilePartition p;
+  p.kind_ = Kind::Mma;
+  p.shape_ = {m, n};
+  p.threads_ = 128 * gm * gn;
+  int64_t mi = m / (64 * gm), ni = n / (8 * gn);
+  p.axes_ = {
+      Axis{m, {Digit{"gm", gm, true, 128 * gn}, Digit{"mi", mi, false, ni * 4}, Digit{"w", 4, true, 32},
+               Digit{"h", 2, false, 2}, Digit{"g", 8, true, 4}}},
+      Axis{n, {Digit{"gn", gn, true, 128}, Digit{"ni", ni, false, 4}, Digit{"t", 4, true, 1},
+               Digit{"e", 2, false, 1}}},
+  };
+  return p;
+}
+
 TilePartition TilePartition::replicated_axis(int keep, Kind kind, const std::vector<int64_t>& shape) const {
   TilePartition p = *this;
   p.kind_ = kind;

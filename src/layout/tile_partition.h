@@ -64,6 +64,14 @@ class TilePartition {
   // The mma.sync m16n8 accumulator of an M x N tile on a warps_m x warps_n warp grid
   // (M divisible by 16 warps_m, N by 8 warps_n, threads == 32 warps_m warps_n).
   static TilePartition mma_accumulator(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n);
+  // The wgmma m64nN accumulator of an M x N tile on a warpgroups_m x warpgroups_n grid of
+  // warpgroups (M divisible by 64 warpgroups_m, N by 8 warpgroups_n, threads == 128 x
+  // both), warpgroup (gm, gn) = warpgroup gm * warpgroups_n + gn:
+  //   rows: [gm thread x 128 gn] [M / (64 gm) local] [4 warps thread x 32] [2 local] [8 thread x 4]
+  //   cols: [gn thread x 128] [N / (8 gn) local] [4 thread x 1] [2 local]
+  // so one instruction's accumulators (a 64 x n piece) are consecutive slots in the
+  // instruction's register order.
+  static TilePartition wgmma_accumulator(int64_t m, int64_t n, int64_t warpgroups_m, int64_t warpgroups_n);
   // The partition of a reduction's result over `shape` (its own shape): one axis of this
   // 2-D layout, the other's threads turned into replicas.
   TilePartition row_replicated(const std::vector<int64_t>& shape) const;

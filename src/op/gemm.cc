@@ -11,17 +11,9 @@
 #include "op/thread_context.h"
 
 namespace tl {
-namespace {
 
+namespace gemm_detail {
 const char* const kOpName = "T.gemm";
-
-// The two dimensions of an operand's region that the matrix occupies, in order.
-struct Operand {
-  const BufferRegion* region;
-  int dim0, dim1;
-  Expr rows() const { return region->ranges[dim0].extent; }
-  Expr cols() const { return region->ranges[dim1].extent; }
-};
 
 // The non-unit dims of the region, padded with unit dims to two (so a 1 x K row is fine).
 Operand matrix_operand(const char* role, const BufferRegion& r, Span span) {
@@ -44,12 +36,6 @@ Operand matrix_operand(const char* role, const BufferRegion& r, Span span) {
   return {&r, dims[0], dims[1]};
 }
 
-struct GemmShape {
-  Operand a, b, c;
-  bool trans_a, trans_b;
-  Expr m, n, k;
-};
-
 GemmShape gemm_shape(const TileOpNode& op) {
   require_regions(op, 3, kOpName);
   bool ta = attr_int(op, "transpose_A", 0) != 0, tb = attr_int(op, "transpose_B", 0) != 0;
@@ -64,6 +50,41 @@ GemmShape gemm_shape(const TileOpNode& op) {
   if (!const_int(k)) k = tb ? b.cols() : b.rows();
   return {a, b, c, ta, tb, m, n, k};
 }
+
+
+// Indices of an operand for matrix element (row, col) of the operand as stored.
+std::vector<Expr> operand_indices(const Operand& x, const Expr& row, const Expr& col, Span span) {
+  std::vector<Expr> out;
+  for (size_t d = 0; d < x.region->ranges.size(); ++d) {
+    const Expr& mn = x.region->ranges[d].min;
+    if (int(d) == x.dim0)
+      out.push_back(add(mn, row, span));
+    else if (int(d) == x.dim1)
+      out.push_back(add(mn, col, span));
+    else
+      out.push_back(mn);
+  }
+  return out;
+}
+
+// The matrix of an operand is its buffer's last two dimensions, whole.
+bool whole_last_two_dims(const Operand& x) {
+  const BufferRegion& r = *x.region;
+  int rank = int(r.ranges.size());
+  if (rank < 2 || x.dim0 != rank - 2 || x.dim1 != rank - 1) return false;
+  for (int d = rank - 2; d < rank; ++d) {
+    const int64_t* mn = const_int(r.ranges[d].min);
+    const int64_t* ext = const_int(r.ranges[d].extent);
+    const int64_t* full = const_int(r.buffer->shape[d]);
+    if (!mn || *mn != 0 || !ext || !full || *ext != *full) return false;
+  }
+  return true;
+}
+
+}  // namespace gemm_detail
+
+namespace {
+using namespace gemm_detail;
 
 void expect_same(const char* what, const char* left, const Expr& x, const char* right, const Expr& y,
                  arith::Analyzer& analyzer, Span span) {
@@ -101,21 +122,6 @@ void check_gemm(const TileOpNode& op, arith::Analyzer& analyzer) {
          std::string(kOpName) + ": float inputs " + A->name + " and " + B->name + " (" + A->dtype.str() +
              ") cannot accumulate into the int32 buffer " + C->name,
          "use a float32 accumulator");
-}
-
-// Indices of an operand for matrix element (row, col) of the operand as stored.
-std::vector<Expr> operand_indices(const Operand& x, const Expr& row, const Expr& col, Span span) {
-  std::vector<Expr> out;
-  for (size_t d = 0; d < x.region->ranges.size(); ++d) {
-    const Expr& mn = x.region->ranges[d].min;
-    if (int(d) == x.dim0)
-      out.push_back(add(mn, row, span));
-    else if (int(d) == x.dim1)
-      out.push_back(add(mn, col, span));
-    else
-      out.push_back(mn);
-  }
-  return out;
 }
 
 Stmt lower_gemm(const TileOpNode& op, LowerContext& ctx) {
@@ -232,24 +238,11 @@ Stmt register_blocked(const GemmShape& g, const BufferRegion& sa, const BufferRe
 
 // ---------------------------------------------------------------- tensor cores
 
-// The matrix of an operand is its buffer's last two dimensions, whole.
-bool whole_last_two_dims(const Operand& x) {
-  const BufferRegion& r = *x.region;
-  int rank = int(r.ranges.size());
-  if (rank < 2 || x.dim0 != rank - 2 || x.dim1 != rank - 1) return false;
-  for (int d = rank - 2; d < rank; ++d) {
-    const int64_t* mn = const_int(r.ranges[d].min);
-    const int64_t* ext = const_int(r.ranges[d].extent);
-    const int64_t* full = const_int(r.buffer->shape[d]);
-    if (!mn || *mn != 0 || !ext || !full || *ext != *full) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
-GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& target, int64_t threads,
-                                        bool full_row) {
+namespace {
+
+GemmInstruction choose_mma_sync(const TileOpNode& op, const Target& target, int64_t threads, bool full_row) {
   GemmInstruction ins;
   auto simt = [&](const std::string& why) {
     ins.why_simt = why;
@@ -309,6 +302,22 @@ GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& targ
   ins.kind = GemmInstruction::Kind::MmaSync;
   ins.warps_m = best_m;
   ins.warps_n = warps / best_m;
+  return ins;
+}
+
+}  // namespace
+
+GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& target, int64_t threads, bool full_row,
+                                        bool allow_wgmma) {
+  std::string not_wgmma = "not wgmma: another T.gemm sharing fragments with it cannot use wgmma";
+  if (allow_wgmma) {
+    GemmInstruction w = choose_wgmma(op, target, threads, full_row);
+    if (w.kind == GemmInstruction::Kind::Wgmma) return w;
+    not_wgmma = w.why_not_faster;
+  }
+  GemmInstruction ins = choose_mma_sync(op, target, threads, full_row);
+  // Only where wgmma exists is mma.sync (or SIMT) a slower path than the program could have.
+  if (target.kind == "cuda" && target.arch_number() >= 90) ins.why_not_faster = not_wgmma;
   return ins;
 }
 
@@ -411,6 +420,8 @@ Stmt lower_gemm_threads(const TileOpNode& op, ThreadContext& ctx) {
   auto chosen = ctx.layouts.gemms.find(&op);
   if (chosen != ctx.layouts.gemms.end() && chosen->second.kind == GemmInstruction::Kind::MmaSync)
     return lower_gemm_mma(op, chosen->second, ctx);
+  if (chosen != ctx.layouts.gemms.end() && chosen->second.kind == GemmInstruction::Kind::Wgmma)
+    return lower_gemm_wgmma(op, chosen->second, ctx);
   GemmShape g = gemm_shape(op);
   const BufferRegion &ra = op.regions[0], &rb = op.regions[1], &rc = op.regions[2];
   Span sp = op.span;

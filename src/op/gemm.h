@@ -7,13 +7,51 @@
 
 namespace tl {
 
+// What every instruction family's lowering reads off a T.gemm.
+namespace gemm_detail {
+
+extern const char* const kOpName;
+
+// The two dimensions of an operand's region that the matrix occupies, in order.
+struct Operand {
+  const BufferRegion* region;
+  int dim0, dim1;
+  Expr rows() const { return region->ranges[dim0].extent; }
+  Expr cols() const { return region->ranges[dim1].extent; }
+};
+
+struct GemmShape {
+  Operand a, b, c;
+  bool trans_a, trans_b;
+  Expr m, n, k;
+};
+
+GemmShape gemm_shape(const TileOpNode& op);
+// Indices of an operand for matrix element (row, col) of the operand as stored.
+std::vector<Expr> operand_indices(const Operand& x, const Expr& row, const Expr& col, Span span);
+// The matrix of an operand is its buffer's last two dimensions, whole.
+bool whole_last_two_dims(const Operand& x);
+
+}  // namespace gemm_detail
+
+// wgmma (sm_90a) when the kernel can have it: M per warpgroup a multiple of 64, the
+// block's threads whole warpgroups, B in shared memory, A in shared memory or a fragment,
+// 16-bit inputs into float32, 8-bit float inputs into float32 or int8 into int32 (8-bit
+// operands K-major), shared operands whose rows are a multiple of 32 bytes. Otherwise
+// kind stays Simt with the reason in why_not_faster.
+GemmInstruction choose_wgmma(const TileOpNode& op, const Target& target, int64_t threads, bool full_row);
+// The wgmma lowering (op/gemm_wgmma.cc).
+Stmt lower_gemm_wgmma(const TileOpNode& op, const GemmInstruction& ins, ThreadContext& ctx);
+
 // mma.sync m16n8k16 (fp16/bf16 inputs, fp32 accumulator) on sm_80 and newer when B is a
 // whole shared tile, A a whole shared tile or a 2-D fragment (not transposed), C a 2-D
 // fragment, and M, N, K split into 16 x 16 x 16 pieces over the block's warps; the warp
 // grid follows T.gemm's policy (Square: the most square warp tiles; FullRow: every warp
 // along M; FullCol: along N). A register A operand, or full_row, forces FullRow. SIMT
 // otherwise, with the reason in why_simt.
+// wgmma is tried first (choose_wgmma) unless allow_wgmma is false; why it was not taken
+// lands in why_not_faster on targets that have it.
 GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& target, int64_t threads,
-                                        bool full_row = false);
+                                        bool full_row = false, bool allow_wgmma = true);
 
 }  // namespace tl

@@ -15,23 +15,28 @@ namespace tl {
 
 using LayoutMap = std::unordered_map<const BufferNode*, TilePartition>;
 
-// How one T.gemm runs on threads: SIMT multiply-adds, or mma.sync m16n8k (16 for 16-bit
+// How one T.gemm runs on threads: SIMT multiply-adds; mma.sync m16n8k (16 for 16-bit
 // inputs, 32 for 8-bit ones) on a warps_m x warps_n grid of warps (each warp owns a
-// contiguous sub-tile of C).
+// contiguous sub-tile of C); or wgmma m64nNk on a warps_m x warps_n grid of warpgroups
+// (each warpgroup owns a contiguous sub-tile of C, issued as m64 x inst_n instructions).
 struct GemmInstruction {
-  enum class Kind { Simt, MmaSync };
+  enum class Kind { Simt, MmaSync, Wgmma };
   Kind kind = Kind::Simt;
-  int64_t warps_m = 1, warps_n = 1;
-  int64_t k = 16;  // the instruction's depth
+  int64_t warps_m = 1, warps_n = 1;  // warps (mma.sync) or warpgroups (wgmma)
+  int64_t k = 16;       // the instruction's depth
+  int64_t inst_n = 0;   // wgmma: the N of one instruction
   std::string why_simt;  // what kept it off the tensor cores (for reports)
+  // What kept it off a faster instruction it could otherwise have had (wgmma on sm_90a),
+  // empty when it got the fastest one; reported and warned about.
+  std::string why_not_faster;
 };
 
 // What layout inference decides for one kernel.
 struct KernelLayouts {
   LayoutMap fragments;  // every local.fragment buffer
-  // Shared buffers stored swizzled (the last dimension permuted in 16-byte chunks, see
-  // layout/swizzle.h); absent ones are row-major.
-  std::unordered_map<const BufferNode*, SwizzleMode> swizzled;
+  // Shared buffers stored swizzled (the last dimension permuted in 16-byte chunks, and for
+  // wgmma operands cut into panels, see layout/swizzle.h); absent ones are row-major.
+  std::unordered_map<const BufferNode*, SharedSwizzle> swizzled;
   std::unordered_map<const TileOpNode*, GemmInstruction> gemms;
 };
 

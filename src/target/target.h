@@ -11,6 +11,11 @@ struct Target {
   // WebGPU: the adapter's subgroup size when the kernel may use subgroup operations (the
   // runtime checks at run time that the subgroups are laid out so); 0 for none.
   int subgroup = 0;
+  // Pass configs that switch Hopper features off (tl.disable_wgmma, tl.disable_tma_lower,
+  // tl.disable_warp_specialized): the slower path is taken and reported.
+  bool disable_wgmma = false;
+  bool disable_tma = false;
+  bool disable_warp_specialized = false;
 
   // Parses a target string: "cpu" (aliases "c", "llvm"), "cuda", "cuda -arch=sm_90a",
   // "webgpu", "webgpu -subgroup=32".

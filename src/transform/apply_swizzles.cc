@@ -21,7 +21,7 @@ bool mentions(const Expr& e, const VarNode* v) {
 
 class ApplySwizzles : public IRMutator {
  public:
-  explicit ApplySwizzles(const std::unordered_map<const BufferNode*, SwizzleMode>& swizzled) : swizzled_(swizzled) {}
+  explicit ApplySwizzles(const std::unordered_map<const BufferNode*, SharedSwizzle>& swizzled) : swizzled_(swizzled) {}
 
  protected:
   Stmt mutate_for(const Stmt& s, const ForNode* n) override {
@@ -49,16 +49,19 @@ class ApplySwizzles : public IRMutator {
  private:
   std::optional<std::vector<Expr>> swizzle(const Buffer& b, const std::vector<Expr>& indices) {
     auto it = swizzled_.find(b.get());
-    if (it == swizzled_.end() || it->second == SwizzleMode::None) return std::nullopt;
+    if (it == swizzled_.end() || it->second.mode == SwizzleMode::None) return std::nullopt;
     if (indices.size() < 2 || indices.size() != b->shape.size())
       fail(ErrorKind::Internal, b->span, "internal: swizzled shared buffer '" + b->name + "' accessed with " +
                                             std::to_string(indices.size()) + " indices");
+    const int64_t* rows = const_int(b->shape[b->shape.size() - 2]);
+    const int64_t* cols = const_int(b->shape.back());
+    if (!rows || !cols)
+      fail(ErrorKind::Internal, b->span, "internal: swizzled shared buffer '" + b->name + "' has a symbolic shape");
     Span sp = indices.back()->span;
-    int64_t vec = 16 / b->dtype.bytes();
-    int64_t chunks = swizzle_width_bytes(it->second) / 16;  // per segment: 2, 4 or 8
     const Expr& row = indices[indices.size() - 2];
     Expr col = indices.back();
-    // The first lane's column inside a vector loop, and the lane's distance from it.
+    // The first lane's column inside a vector loop, and the lane's distance from it: lanes
+    // stay inside one 16-byte chunk, which the swizzle never splits.
     Expr lane_offset;
     for (const VarNode* v : lanes_) {
       if (!mentions(col, v)) continue;
@@ -66,24 +69,27 @@ class ApplySwizzles : public IRMutator {
       lane_offset = analyzer_.simplify(sub(col, base, sp));
       col = base;
     }
-    Expr key = floordiv(floormod(row, c(8), sp), c(8 / chunks), sp);
-    Expr chunk = std::make_shared<CallNode>(DataType::Int(32), "bitwise_xor",
-                                            std::vector<Expr>{floordiv(col, c(vec), sp), key}, sp);
-    Expr phys = add(mul(chunk, c(vec), sp), floormod(col, c(vec), sp), sp);
-    if (lane_offset) phys = add(phys, lane_offset, sp);
+    auto xor_op = [&](const Expr& a, const Expr& k, int) -> Expr {
+      return std::make_shared<CallNode>(DataType::Int(32), "bitwise_xor", std::vector<Expr>{a, k}, sp);
+    };
+    Expr flat = swizzled_offset(row, col, *rows, *cols, b->dtype.bits, it->second, xor_op);
+    if (lane_offset) flat = add(flat, lane_offset, sp);
+    // The tile's element offset goes in the last index (the row index becomes 0): the
+    // generated address is the same linear function of the indices.
     std::vector<Expr> out = indices;
-    out.back() = analyzer_.simplify(phys);
+    out[out.size() - 2] = c(0);
+    out.back() = analyzer_.simplify(flat);
     return out;
   }
 
-  const std::unordered_map<const BufferNode*, SwizzleMode>& swizzled_;
+  const std::unordered_map<const BufferNode*, SharedSwizzle>& swizzled_;
   std::vector<const VarNode*> lanes_;
   arith::Analyzer analyzer_;
 };
 
 }  // namespace
 
-Stmt apply_swizzles(const Stmt& body, const std::unordered_map<const BufferNode*, SwizzleMode>& swizzled) {
+Stmt apply_swizzles(const Stmt& body, const std::unordered_map<const BufferNode*, SharedSwizzle>& swizzled) {
   if (swizzled.empty()) return body;
   return ApplySwizzles(swizzled).mutate(body);
 }

@@ -13,6 +13,6 @@ namespace tl {
 // Inside a Vectorized loop the chunk is computed from the first lane's column: a vector
 // access is aligned to its size (at most 16 bytes), so it never leaves its chunk.
 // Runs on thread-level code, after every lowering has produced plain element accesses.
-Stmt apply_swizzles(const Stmt& body, const std::unordered_map<const BufferNode*, SwizzleMode>& swizzled);
+Stmt apply_swizzles(const Stmt& body, const std::unordered_map<const BufferNode*, SharedSwizzle>& swizzled);
 
 }  // namespace tl

@@ -94,31 +94,42 @@ class LayoutInference : public IRVisitor {
   }
 
   // T.gemm's instruction fixes the accumulator's layout (and a register A operand's) and
-  // swizzles shared operands.
+  // how shared operands are stored.
   void gemm_demands(const TileOpNode* n) {
     const GemmInstruction& ins = gemms_.at(n);
-    if (ins.kind != GemmInstruction::Kind::MmaSync) return;
+    bool wgmma = ins.kind == GemmInstruction::Kind::Wgmma;
+    if (ins.kind != GemmInstruction::Kind::MmaSync && !wgmma) return;
     const Buffer& C = n->regions[2].buffer;
     auto shape = constant_shape(C, n->span);
-    decide(C, TilePartition::mma_accumulator(shape[0], shape[1], ins.warps_m, ins.warps_n), n->span);
+    auto accumulator = [&](int64_t m, int64_t cols, int64_t wn) {
+      return wgmma ? TilePartition::wgmma_accumulator(m, cols, ins.warps_m, wn)
+                   : TilePartition::mma_accumulator(m, cols, ins.warps_m, wn);
+    };
+    decide(C, accumulator(shape[0], shape[1], ins.warps_n), n->span);
     for (int k = 0; k < 2; ++k) {
       const Buffer& b = n->regions[k].buffer;
       if (b->is_fragment()) {
         // A in registers is the accumulator layout of an M x K product on the same warps.
         auto a_shape = constant_shape(b, n->span);
-        decide(b, TilePartition::mma_accumulator(a_shape[0], a_shape[1], ins.warps_m, 1), n->span);
+        decide(b, accumulator(a_shape[0], a_shape[1], 1), n->span);
         continue;
       }
       const int64_t* cols = const_int(b->shape.back());
       SwizzleMode mode = cols ? pick_swizzle_mode(*cols, b->dtype.bits) : SwizzleMode::None;
-      if (mode != SwizzleMode::None) swizzled_[b.get()] = mode;
+      if (mode == SwizzleMode::None) continue;
+      // wgmma reads the canonical layout of its descriptors (panels one swizzle wide); it
+      // serves ldmatrix as well, so it wins over an mma.sync gemm's in-place swizzle.
+      SharedSwizzle want{mode, wgmma ? swizzle_width_bytes(mode) * 8 / b->dtype.bits : 0};
+      auto it = swizzled_.find(b.get());
+      if (it == swizzled_.end() || wgmma) swizzled_[b.get()] = want;
     }
   }
 
   // Chooses every T.gemm's instruction. A fragment feeding a gemm's A operand must hold
-  // whole rows per warp, and so must every accumulator it is copied from: those gemms run
-  // with all warps along M. When any gemm that shares fragments this way cannot use the
-  // tensor cores, all gemms of the kernel take the SIMT path, whose layouts always agree.
+  // whole rows per warp (warpgroup), and so must every accumulator it is copied from: those
+  // gemms run with all warps along M, and all on one instruction family, whose layouts
+  // agree. When they cannot all have wgmma they all take mma.sync; when any of them cannot
+  // use the tensor cores, all gemms of the kernel take the SIMT path.
   void choose_instructions() {
     std::unordered_set<const BufferNode*> row_owned;
     for (auto* g : gemm_ops_)
@@ -128,19 +139,34 @@ class LayoutInference : public IRVisitor {
       for (auto& [src, dst] : fragment_copies_)
         if (row_owned.count(dst) && row_owned.insert(src).second) grew = true;
     }
-    bool all_simt = false;
-    for (auto* g : gemm_ops_) {
-      bool full_row = row_owned.count(g->regions[2].buffer.get()) > 0;
-      GemmInstruction ins = choose_gemm_instruction(*g, target_, threads_, full_row);
-      bool shares = full_row || g->regions[0].buffer->is_fragment() || g->regions[1].buffer->is_fragment();
-      if (shares && ins.kind != GemmInstruction::Kind::MmaSync) all_simt = true;
-      gemms_[g] = ins;
+    auto shares = [&](const TileOpNode* g) {
+      return row_owned.count(g->regions[2].buffer.get()) > 0 || g->regions[0].buffer->is_fragment() ||
+             g->regions[1].buffer->is_fragment();
+    };
+    for (bool allow_wgmma : {true, false}) {
+      bool all_wgmma = true, all_tensor_cores = true;
+      for (auto* g : gemm_ops_) {
+        bool full_row = row_owned.count(g->regions[2].buffer.get()) > 0;
+        GemmInstruction ins = choose_gemm_instruction(*g, target_, threads_, full_row, allow_wgmma);
+        if (shares(g)) {
+          all_wgmma = all_wgmma && ins.kind == GemmInstruction::Kind::Wgmma;
+          all_tensor_cores = all_tensor_cores && ins.kind != GemmInstruction::Kind::Simt;
+        }
+        gemms_[g] = ins;
+      }
+      if (!all_tensor_cores) break;
+      if (all_wgmma || !allow_wgmma) return;
+      // Sharing gemms on two families: try them all on mma.sync.
+      bool any_shared_wgmma = false;
+      for (auto* g : gemm_ops_) any_shared_wgmma = any_shared_wgmma || (shares(g) && gemms_[g].kind == GemmInstruction::Kind::Wgmma);
+      if (!any_shared_wgmma) return;
     }
-    if (!all_simt) return;
     for (auto& [g, ins] : gemms_) {
       if (ins.kind == GemmInstruction::Kind::Simt) continue;
+      std::string slower = ins.why_not_faster;
       ins = GemmInstruction{};
       ins.why_simt = "another T.gemm of this kernel shares fragments with it and runs on the SIMT path";
+      ins.why_not_faster = slower;
     }
   }
 
@@ -154,7 +180,8 @@ class LayoutInference : public IRVisitor {
     if (strict_ && n->op == "gemm" && n->regions.size() == 3) gemm_demands(n);
     if (strict_ && n->op == "annotate_layout" && n->regions.size() == 1) {
       const Buffer& b = n->regions[0].buffer;
-      swizzled_[b.get()] = pick_swizzle_mode(*const_int(b->shape.back()), b->dtype.bits);  // checked
+      if (!swizzled_.count(b.get()))
+        swizzled_[b.get()] = {pick_swizzle_mode(*const_int(b->shape.back()), b->dtype.bits), 0};  // checked
     }
     if (derive_ && n->op == "reduce" && n->regions.size() == 2) {
       const Buffer &src = n->regions[0].buffer, &dst = n->regions[1].buffer;
@@ -287,7 +314,7 @@ class LayoutInference : public IRVisitor {
   bool strict_ = false;
   std::vector<const TileOpNode*> gemm_ops_;
   std::vector<std::pair<const BufferNode*, const BufferNode*>> fragment_copies_;  // (src, dst)
-  std::unordered_map<const BufferNode*, SwizzleMode> swizzled_;
+  std::unordered_map<const BufferNode*, SharedSwizzle> swizzled_;
   std::unordered_map<const TileOpNode*, GemmInstruction> gemms_;
   bool derive_ = false;
   bool changed_ = false;

@@ -228,17 +228,29 @@ class ThreadLowering : public IRMutator {
       std::string line = op->span.str() + ": T.gemm ";
       const Buffer &A = op->regions[0].buffer, &B = op->regions[1].buffer, &C = op->regions[2].buffer;
       line += "(" + A->dtype.str() + " x " + B->dtype.str() + " -> " + C->dtype.str() + ") on ";
-      if (ins.kind == GemmInstruction::Kind::MmaSync) {
-        line += "mma.sync m16n8k" + std::to_string(ins.k) + ", " + std::to_string(ins.warps_m) + " x " + std::to_string(ins.warps_n) +
-                " warps; A from " + (A->is_fragment() ? "registers" : "shared memory (ldmatrix)");
+      auto swizzles = [&]() {
+        std::string out;
         for (const Buffer& b : {A, B}) {
           auto it = layouts.swizzled.find(b.get());
-          if (it != layouts.swizzled.end())
-            line += "; " + b->name + " swizzled " + swizzle_mode_name(it->second);
+          if (it == layouts.swizzled.end()) continue;
+          out += "; " + b->name + " swizzled " + swizzle_mode_name(it->second.mode);
+          if (it->second.panelled(*const_int(b->shape.back())))
+            out += " in panels of " + std::to_string(it->second.panel_cols);
         }
+        return out;
+      };
+      if (ins.kind == GemmInstruction::Kind::Wgmma) {
+        line += "wgmma m64n" + std::to_string(ins.inst_n) + "k" + std::to_string(ins.k) + ", " +
+                std::to_string(ins.warps_m) + " x " + std::to_string(ins.warps_n) + " warpgroups; A from " +
+                (A->is_fragment() ? "registers" : "shared memory (descriptor)") + swizzles();
+      } else if (ins.kind == GemmInstruction::Kind::MmaSync) {
+        line += "mma.sync m16n8k" + std::to_string(ins.k) + ", " + std::to_string(ins.warps_m) + " x " + std::to_string(ins.warps_n) +
+                " warps; A from " + (A->is_fragment() ? "registers" : "shared memory (ldmatrix)") + swizzles();
       } else {
         line += "SIMT multiply-adds (" + ins.why_simt + ")";
       }
+      // A slower instruction than the program could have had: said here and warned about.
+      if (!ins.why_not_faster.empty()) line += " [slower path: " + ins.why_not_faster + "]";
       report.push_back(line);
     }
   }

@@ -11,6 +11,9 @@ namespace tl {
 namespace {
 
 constexpr int64_t kAlign = 128;
+// Tiles (1 KiB and more) start on 1 KiB: the 8-row atoms of 128-byte swizzles that wgmma
+// descriptors and TMA boxes address must not straddle one.
+constexpr int64_t kTileAlign = 1024;
 
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
@@ -101,9 +104,9 @@ std::unordered_map<const AllocateNode*, int64_t> place(const LifetimeCollector& 
     for (auto& p : placed)
       if (alive_together(p.l)) taken.push_back({p.offset, p.offset + p.l->bytes});
     std::sort(taken.begin(), taken.end());
-    int64_t offset = 0;
+    int64_t offset = 0, align = l->bytes >= kTileAlign ? kTileAlign : kAlign;
     for (auto& [lo, hi] : taken)
-      if (offset + l->bytes > lo && offset < hi) offset = round_up(hi, kAlign);
+      if (offset + l->bytes > lo && offset < hi) offset = round_up(hi, align);
     placed.push_back({l, offset});
     offsets[l->alloc] = offset;
   }

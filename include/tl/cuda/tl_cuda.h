@@ -448,6 +448,40 @@ TL_MMA(mma_m16n8k32, "m16n8k32", float, "f", __nv_fp8_e5m2, "f32.e5m2.e5m2.f32",
 #undef TL_MMA
 #undef TL_MMA_BODY
 
+// ------------------------------------------------------------------ Hopper (sm_90a)
+
+// A wgmma shared-memory matrix descriptor: the start address and the two byte strides
+// (leading: between panels of an M/N-major operand; stride: between 8-row groups), each in
+// 16-byte units, and the swizzle (1: 128B, 2: 64B, 3: 32B) in bits 62-63.
+TL_DEVICE uint64_t wgmma_desc(const void* smem, uint32_t lbo, uint32_t sbo, uint32_t swizzle) {
+  uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t((lbo >> 4) & 0x3FFF) << 16) |
+         (uint64_t((sbo >> 4) & 0x3FFF) << 32) | (uint64_t(swizzle) << 62);
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TL_SM90(...) asm volatile(__VA_ARGS__)
+#else
+#define TL_SM90(...) __trap()
+#endif
+
+// Registers written before wgmma.fence are visible to the wgmma instructions after it.
+TL_DEVICE void wgmma_fence() { TL_SM90("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+TL_DEVICE void wgmma_commit() { TL_SM90("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// Waits until at most kPending committed groups of this warpgroup are in flight.
+template <int kPending>
+TL_DEVICE void wgmma_wait() {
+  TL_SM90("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+// Keeps the compiler from moving accesses to an accumulator register across the
+// asynchronous instructions that read and write it.
+TL_DEVICE void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+TL_DEVICE void fence_operand(int& r) { asm volatile("" : "+r"(r)::"memory"); }
+// Orders this thread's generic-proxy writes to shared memory before later async-proxy
+// accesses (wgmma, TMA) that a barrier publishes them to.
+TL_DEVICE void fence_proxy_async() { TL_SM90("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+#undef TL_SM90
+
 // ------------------------------------------------------------------ printing
 
 // The IR prints bools as Python does.

@@ -22,6 +22,15 @@ def _entry_dir(key: str) -> Path:
     return Path(tempfile.mkdtemp(prefix="tilelang-"))
 
 
+# The pass configs that switch a lowering feature off, as the compiler core knows them.
+SWITCHES = ("tl.disable_wgmma", "tl.disable_tma_lower", "tl.disable_warp_specialized")
+
+
+def switches(pass_configs) -> list:
+    """The names of the switch pass configs that are set (truthy)."""
+    return [k for k in SWITCHES if (pass_configs or {}).get(k)]
+
+
 class CpuExecutable:
     """A shared object built by the host compiler; one entry taking a pointer array."""
 
@@ -44,7 +53,7 @@ class CpuBackend:
     def compiler_id(self) -> str:
         return _C.host_compiler_id()
 
-    def build(self, prim_func, target, key, flags, include_dir):
+    def build(self, prim_func, target, key, flags, include_dir, pass_configs=None):
         if cache.enabled():
             found = cache.lookup(key)
             if found is not None:
@@ -55,7 +64,7 @@ class CpuBackend:
                                          (d / "report.txt").read_text()), "disk"
                 except (TileLangError, OSError):
                     pass
-        lowered = _C.lower(prim_func.handle, target)
+        lowered = _C.lower(prim_func.handle, target, switches(pass_configs))
         source = _C.codegen(lowered, target)
         lib_path = _entry_dir(key) / "kernel.so"
         # The compiler driver keeps the source beside the library (kernel.cpp).
@@ -127,8 +136,8 @@ class CudaBackend:
     def compiler_id(self) -> str:
         return _C.nvrtc_id()
 
-    def build(self, prim_func, target, key, flags, include_dir):
-        lowered = _C.lower(prim_func.handle, target)
+    def build(self, prim_func, target, key, flags, include_dir, pass_configs=None):
+        lowered = _C.lower(prim_func.handle, target, switches(pass_configs))
         infos = _C.cuda_kernel_infos(lowered)
         if cache.enabled():
             d = cache.entry_dir(key)

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from .. import _C
 from ..dtypes import numpy_dtype
+from ..errors import TileLangPerformanceWarning
 from . import cache
 from .adapter import Binder, allocate, dim_spec, shape_text, view_of
 from .backends import backend_for, resolve_target
@@ -86,6 +88,17 @@ def _unstage(keep):
         arr.reshape(-1).view(np.uint8)[:] = dev.cpu().numpy()
 
 
+_warned = set()
+
+
+def _warn_slower_paths(report: str):
+    """One TileLangPerformanceWarning per slower path the lowering report names."""
+    for line in report.splitlines():
+        if "[slower path:" in line and line not in _warned:
+            _warned.add(line)
+            warnings.warn(line, TileLangPerformanceWarning, stacklevel=4)
+
+
 class JITKernel:
     """A kernel compiled for one target; call it with arrays (inputs first, outputs by out_idx)."""
 
@@ -132,8 +145,9 @@ class JITKernel:
         self.cache_hit = "memory" if executable else None
         if executable is None:
             executable, self.cache_hit = self._backend.build(self.prim_func, self.target, self.cache_key,
-                                                             self.compile_flags, _include_dir())
+                                                             self.compile_flags, _include_dir(), self.pass_configs)
             _memory_cache[self.cache_key] = executable
+            _warn_slower_paths(executable.lowering_report())
         self._executable = executable
         self._source = executable.source
         self.compile_time = time.perf_counter() - t0

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _C
+from .backends import switches
 from ..errors import TileLangInternalError, TileLangUnsupportedError
 
 _state = {}
@@ -418,13 +419,13 @@ class WebGPUBackend:
     def compiler_id(self) -> str:
         return adapter_id()
 
-    def build(self, prim_func, target, key, flags, include_dir):
+    def build(self, prim_func, target, key, flags, include_dir, pass_configs=None):
         adapter = _device()
         if "-subgroup=" not in target and adapter.subgroup > 1:
             target = f"{target} -subgroup={adapter.subgroup}"
 
         def compile_for(t):
-            lowered = _C.lower(prim_func.handle, t)
+            lowered = _C.lower(prim_func.handle, t, switches(pass_configs))
             return _C.codegen_wgsl(lowered, t, adapter.has_f16), lowered.lowering_report()
 
         def without_subgroups():

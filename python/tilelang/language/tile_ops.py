@@ -94,7 +94,8 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
     """C (+)= op(A) @ op(B), where op transposes when asked; accumulates in C's dtype."""
     regions = [_as_region(x, None, "T.gemm", role) for x, role in ((A, "A"), (B, "B"), (C, "C"))]
     attrs = {"transpose_A": int(bool(transpose_A)), "transpose_B": int(bool(transpose_B)),
-             "clear_accum": int(bool(clear_accum)), "policy": int(policy), "k_pack": int(k_pack)}
+             "clear_accum": int(bool(clear_accum)), "policy": int(policy), "k_pack": int(k_pack),
+             "wg_wait": int(wg_wait)}
     _emit("gemm", regions, (), attrs)
 
 

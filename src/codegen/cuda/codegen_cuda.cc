@@ -44,7 +44,7 @@ namespace {
 
 using namespace c_like;  // Emitter, Code, wrap, the precedence constants, the type helpers
 
-constexpr int64_t kDynSmemAlign = 128;
+constexpr int64_t kDynSmemAlign = 1024;  // see plan_shared_memory: tiles start on 1 KiB
 constexpr int64_t kStaticSmemLimit = 48 * 1024;  // the most a kernel may declare statically
 
 // ------------------------------------------------------------------ targets
@@ -636,7 +636,8 @@ class CodeGenCUDA : public Emitter {
 
   static bool is_statement_call(const std::string& op) {
     return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
-           op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "use_swizzle";
+           op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "use_swizzle" || op == "wgmma" ||
+           op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async";
   }
 
   Code emit_call(const CallNode* n) override {
@@ -649,6 +650,15 @@ class CodeGenCUDA : public Emitter {
       fail(ErrorKind::Internal, sp, "internal: T." + op + " is used as a value", "call it as a statement");
     if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min") return emit_atomic(n);
     if (op == "shfl_xor") return emit_shfl_xor(n);
+    if (op == "wgmma_desc") {
+      // wgmma_desc(shared element, LBO bytes, SBO bytes, swizzle code): a matrix descriptor.
+      require_arch(90, sp, "wgmma");
+      auto* at = n->args.size() == 4 ? as<BufferLoadNode>(n->args[0]) : nullptr;
+      if (!at || !at->buffer->is_shared()) fail(ErrorKind::Internal, sp, "internal: wgmma_desc takes a shared element");
+      return {"tl::wgmma_desc(&" + element(at->buffer, at->indices, at->span) + ", " +
+              std::to_string(const_arg(n, 1, "LBO")) + ", " + std::to_string(const_arg(n, 2, "SBO")) + ", " +
+              std::to_string(const_arg(n, 3, "swizzle")) + ")"};
+    }
     if (op == "bitwise_xor") {
       if (n->args.size() != 2) fail(ErrorKind::Internal, sp, "internal: bitwise_xor takes two integers");
       return {"(" + convert(n->args[0], n->dtype).text + " ^ " + convert(n->args[1], n->dtype).text + ")"};
@@ -883,6 +893,32 @@ class CodeGenCUDA : public Emitter {
            element(a->buffer, a->indices, a->span) + ", &" + element(b->buffer, b->indices, b->span) + ");");
       return;
     }
+    if (op == "wgmma") return emit_wgmma(call);
+    if (op == "wgmma_fence" || op == "wgmma_wait") {
+      // The accumulators' registers are fenced so that the compiler keeps their reads and
+      // writes on the right side of the asynchronous instructions.
+      require_arch(90, call->span, "wgmma");
+      bool wait = op == "wgmma_wait";
+      auto* acc = as<BufferLoadNode>(call->args.at(wait ? 1 : 0));
+      int64_t count = const_arg(call, wait ? 2 : 1, "register count");
+      if (!acc) fail(ErrorKind::Internal, call->span, "internal: " + op + " takes the accumulator's first register");
+      std::string first = element(acc->buffer, acc->indices, acc->span);
+      if (wait) line("tl::wgmma_wait<" + std::to_string(const_arg(call, 0, "group count")) + ">();");
+      line("#pragma unroll");
+      line("for (int tl_i = 0; tl_i < " + std::to_string(count) + "; ++tl_i) tl::fence_operand((&" + first + ")[tl_i]);");
+      if (!wait) line("tl::wgmma_fence();");
+      return;
+    }
+    if (op == "wgmma_commit") {
+      require_arch(90, call->span, "wgmma");
+      line("tl::wgmma_commit();");
+      return;
+    }
+    if (op == "fence_proxy_async") {
+      require_arch(90, call->span, "fence.proxy.async");
+      line("tl::fence_proxy_async();");
+      return;
+    }
     if (op == "cp_async_commit") {
       require_arch(80, call->span, "cp.async");
       line("tl::cp_async_commit();");
@@ -899,6 +935,65 @@ class CodeGenCUDA : public Emitter {
       return;
     }
     line("(void)(" + emit(n->value).text + ");");
+  }
+
+  // wgmma(c element, a, b descriptor, n, trans_a, trans_b, input type): one
+  // wgmma.mma_async m64nNk; a is a descriptor, or a register element of A (four 32-bit
+  // registers from there). The accumulators are the N / 2 registers from c on.
+  void emit_wgmma(const CallNode* call) {
+    Span sp = call->span;
+    require_arch(90, sp, "wgmma");
+    auto* acc = call->args.size() == 7 ? as<BufferLoadNode>(call->args[0]) : nullptr;
+    auto* types = call->args.size() == 7 ? as<StringImmNode>(call->args[6]) : nullptr;
+    if (!acc || !types) fail(ErrorKind::Internal, sp, "internal: wgmma takes (c, a, b, n, trans_a, trans_b, type)");
+    int64_t n = const_arg(call, 3, "N"), trans_a = const_arg(call, 4, "trans_a"), trans_b = const_arg(call, 5, "trans_b");
+    bool int_acc = acc->buffer->dtype.is_integer();
+    const std::string& in = types->value;
+    bool half = in == "f16" || in == "bf16";
+    auto* a_reg = as<BufferLoadNode>(call->args[1]);
+    int64_t regs = n / 2;
+    std::string first = element(acc->buffer, acc->indices, acc->span);
+    std::string ins = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k" + (half ? "16" : "32") + "." +
+                      (int_acc ? "s32" : "f32") + "." + in + "." + in;
+    std::string d = "{";
+    for (int64_t i = 0; i < regs; ++i) d += (i ? ", %" : "%") + std::to_string(i);
+    d += "}";
+    int64_t next = regs;
+    std::string a_operand;
+    std::vector<std::string> inputs;
+    if (a_reg) {
+      std::string a0 = element(a_reg->buffer, a_reg->indices, a_reg->span);
+      a_operand = "{";
+      for (int r = 0; r < 4; ++r) {
+        a_operand += (r ? ", %" : "%") + std::to_string(next++);
+        inputs.push_back("\"r\"(reinterpret_cast<const uint32_t*>(&" + a0 + ")[" + std::to_string(r) + "])");
+      }
+      a_operand += "}";
+    } else {
+      a_operand = "%" + std::to_string(next++);
+      inputs.push_back("\"l\"(" + emit(call->args[1]).text + ")");
+    }
+    std::string b_operand = "%" + std::to_string(next++);
+    inputs.push_back("\"l\"(" + emit(call->args[2]).text + ")");
+    // After d, a, b: scale-d (p, set to 1: the accumulators are added to; a clear writes
+    // zeros first), then for floats imm-scale-a and imm-scale-b (1), then for 16-bit
+    // inputs the transpose flags (only B's with A in registers).
+    if (!half && (trans_a || trans_b)) fail(ErrorKind::Internal, sp, "internal: 8-bit wgmma operands are K-major");
+    std::string tail = "p";
+    if (!int_acc) tail += ", 1, 1";
+    if (half && !a_reg) tail += ", " + std::to_string(trans_a);
+    if (half) tail += ", " + std::to_string(trans_b);
+    line("asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n" + ins + " " + d + ", " + a_operand + ", " +
+         b_operand + ", " + tail + ";\\n}\\n\"");
+    ++indent_;
+    std::string outs;
+    for (int64_t i = 0; i < regs; ++i)
+      outs += std::string(i ? ", " : "") + (int_acc ? "\"+r\"(" : "\"+f\"(") + "(&" + first + ")[" + std::to_string(i) + "])";
+    line(": " + outs);
+    std::string ins_text;
+    for (size_t i = 0; i < inputs.size(); ++i) ins_text += (i ? ", " : "") + inputs[i];
+    line(": " + ins_text + ");");
+    --indent_;
   }
 
   void require_arch(int min_arch, Span span, const std::string& feature) {

@@ -5,6 +5,7 @@
 #include "transform/check_register_bounds.h"
 #include "transform/check_tile_ops.h"
 #include "transform/inject_software_pipeline.h"
+#include "transform/fence_async_proxy.h"
 #include "transform/insert_barriers.h"
 #include "transform/legalize_safe_memory_access.h"
 #include "transform/plan_shared_memory.h"
@@ -26,6 +27,8 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       {"insert_barriers", insert_barriers},
       // Layouts, then each thread's share of every tile operator and T.Parallel loop.
       {"lower_to_threads", [&](const PrimFunc& g) { return lower_to_threads(g, target); }},
+      // wgmma reads shared memory through the async proxy: writers fence before barriers.
+      {"fence_async_proxy", fence_async_proxy},
       {"simplify", simplify},
       // No per-thread register array is read or written past its end.
       {"check_register_bounds", check_register_bounds},

@@ -1,0 +1,147 @@
+"""GEMM sweep in the plain TileLang dialect, run unchanged by whichever `tilelang` package is
+importable: this project's, or upstream TileLang's (PYTHONPATH pointing at its wheel) in a
+separate process, so both compile the same DSL source with the same configuration list.
+Prints one JSON line per measurement; benchmarks/hopper_table.py joins the runs.
+
+    python3 benchmarks/gemm_sweep.py --label ours [--quick] [--refs]
+
+--refs also measures torch.matmul (cuBLAS) and torch._scaled_mm on the same inputs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import torch
+import triton
+
+import tilelang
+import tilelang.language as T
+
+# (block_M, block_N, block_K, num_stages, threads): the same list for every implementation;
+# each figure is the best of the list.
+CONFIGS_16BIT = [
+    (128, 256, 64, 3, 256),
+    (128, 256, 64, 4, 256),
+    (256, 128, 64, 3, 256),
+    (128, 128, 64, 4, 128),
+]
+CONFIGS_8BIT = [
+    (128, 256, 128, 3, 256),
+    (128, 256, 128, 4, 256),
+    (256, 128, 128, 3, 256),
+]
+SQUARES = [2048, 4096, 8192, 16384]
+LLM_NK = [(4096, 4096), (7168, 7168), (14336, 4096), (4096, 14336), (28672, 4096)]
+
+
+def matmul(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype="float32",
+           out_dtype=None, b_transposed=False):
+    out_dtype = out_dtype or dtype
+    B_shape = (N, K) if b_transposed else (K, N)
+    B_tile = (block_N, block_K) if b_transposed else (block_K, block_N)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor(B_shape, dtype), C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared(B_tile, dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.use_swizzle(8)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                if b_transposed:
+                    T.copy(B[bx * block_N, k * block_K], B_shared)
+                else:
+                    T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local, transpose_B=b_transposed)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def bench(fn):
+    return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+
+def rel_err(a, b):
+    a, b = a.double(), b.double()
+    return float((a - b).norm() / b.norm())
+
+
+def emit(**kw):
+    print(json.dumps(kw), flush=True)
+
+
+def sweep(label, dtype, shapes, configs, refs, b_transposed=False):
+    tdt = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float8_e4m3": torch.float8_e4m3fn}[dtype]
+    out_dtype = "bfloat16" if dtype == "float8_e4m3" else dtype
+    for (m, n, k) in shapes:
+        torch.manual_seed(0)
+        a = torch.randn(m, k, device="cuda").to(tdt)
+        b = torch.randn(n, k, device="cuda").to(tdt) if b_transposed else torch.randn(k, n, device="cuda").to(tdt)
+        ref_c = a.float() @ (b.float().t() if b_transposed else b.float())
+        flops = 2 * m * n * k
+        shape = f"{m}x{n}x{k}"
+        for cfg in configs:
+            try:
+                t0 = time.perf_counter()
+                kern = tilelang.compile(matmul(m, n, k, *cfg, dtype=dtype, out_dtype=out_dtype,
+                                               b_transposed=b_transposed), out_idx=[2], target="cuda")
+                compile_s = time.perf_counter() - t0
+                c = kern(a, b)
+                err = rel_err(c.float(), ref_c)
+                ms = bench(lambda: kern(a, b))
+            except Exception as e:  # a configuration that fails is reported, not fatal
+                emit(label=label, dtype=dtype, shape=shape, cfg=list(cfg), error=str(e).splitlines()[0][:160])
+                continue
+            emit(label=label, dtype=dtype, shape=shape, cfg=list(cfg), tflops=flops / ms / 1e9, err=err,
+                 compile_s=compile_s)
+        if refs:
+            if dtype == "float8_e4m3":
+                one = torch.ones((), device="cuda")
+                fn = lambda: torch._scaled_mm(a, b.t(), one, one, out_dtype=torch.bfloat16)  # noqa: E731
+                name = "torch._scaled_mm"
+            else:
+                fn = lambda: torch.matmul(a, b)  # noqa: E731
+                name = "cuBLAS"
+            emit(label=name, dtype=dtype, shape=shape, cfg=None, tflops=flops / bench(fn) / 1e9, err=0.0)
+        del a, b, ref_c
+        torch.cuda.empty_cache()
+
+
+def cold_compile(label):
+    """Seconds to compile one Hopper GEMM with every cache off (fresh kernel source)."""
+    if hasattr(tilelang, "disable_cache"):
+        tilelang.disable_cache()
+    os.environ["TILELANG_DISABLE_CACHE"] = "1"
+    times = []
+    for i in range(3):
+        t0 = time.perf_counter()
+        tilelang.compile(matmul(4096 + 128 * i, 4096, 4096, 128, 256, 64, 3, 256, "bfloat16"), out_idx=[2],
+                         target="cuda")
+        times.append(time.perf_counter() - t0)
+    emit(label=label, dtype="bfloat16", shape="cold compile", cfg=[128, 256, 64, 3, 256], compile_s=sorted(times)[1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--label", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--refs", action="store_true")
+    args = ap.parse_args()
+    squares = [4096, 8192] if args.quick else SQUARES
+    llm = [(4096, 4096, 4096), (8192, 14336, 4096)] if args.quick else [
+        (m, n, k) for m in (4096, 8192) for (n, k) in LLM_NK]
+    cold_compile(args.label)
+    for dtype in ("bfloat16",) if args.quick else ("bfloat16", "float16"):
+        sweep(args.label, dtype, [(s, s, s) for s in squares] + llm, CONFIGS_16BIT, args.refs)
+    sweep(args.label, "float8_e4m3", [(s, s, s) for s in ([8192] if args.quick else [4096, 8192])], CONFIGS_8BIT,
+          args.refs, b_transposed=True)
+
+
+if __name__ == "__main__":
+    main()

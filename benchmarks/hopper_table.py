@@ -1,0 +1,71 @@
+"""Joins gemm_sweep.py runs (JSON lines, one file per implementation) into one table: per
+dtype and shape the best configuration of each implementation, the reference library, and
+the ratios; geometric means per dtype; the cold compile times.
+
+    python3 benchmarks/hopper_table.py ours.jsonl upstream.jsonl
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections import defaultdict
+
+
+def main(paths):
+    rows = []
+    for p in paths:
+        try:
+            with open(p) as f:
+                rows += [json.loads(line) for line in f if line.startswith("{")]
+        except OSError as e:
+            print(f"(no {p}: {e})")
+    best = defaultdict(dict)  # (dtype, shape) -> label -> (tflops, cfg)
+    compile_s = {}
+    for r in rows:
+        if r["shape"] == "cold compile":
+            compile_s[r["label"]] = r["compile_s"]
+            continue
+        if "tflops" not in r:
+            print(f"failed: {r['label']} {r['dtype']} {r['shape']} {r['cfg']}: {r.get('error')}")
+            continue
+        if r.get("err", 0) > 2e-2:
+            print(f"WRONG: {r['label']} {r['dtype']} {r['shape']} {r['cfg']}: rel err {r['err']:.1e}")
+            continue
+        key = (r["dtype"], r["shape"])
+        if r["label"] not in best[key] or r["tflops"] > best[key][r["label"]][0]:
+            best[key][r["label"]] = (r["tflops"], r["cfg"])
+    head = ("dtype", "shape", "ours", "cfg", "upstream", "reference", "ours/ref", "ours/upstream")
+    table = [head]
+    ratios = defaultdict(lambda: ([], []))
+    for (dtype, shape), by in best.items():
+        ours = by.get("ours")
+        up = by.get("upstream")
+        ref_name = "torch._scaled_mm" if dtype.startswith("float8") else "cuBLAS"
+        ref = by.get(ref_name)
+        cell = lambda v: f"{v[0]:.0f}" if v else "-"  # noqa: E731
+        r_ref = ours[0] / ref[0] if ours and ref else None
+        r_up = ours[0] / up[0] if ours and up else None
+        if r_ref:
+            ratios[dtype][0].append(r_ref)
+        if r_up:
+            ratios[dtype][1].append(r_up)
+        table.append((dtype, shape, cell(ours), str(tuple(ours[1])) if ours else "-", cell(up),
+                      f"{cell(ref)} ({ref_name})" if ref else "-", f"{r_ref:.2f}" if r_ref else "-",
+                      f"{r_up:.2f}" if r_up else "-"))
+    geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")  # noqa: E731
+    widths = [max(len(str(r[i])) for r in table) for i in range(len(head))]
+    print("TFLOP/s, best of the same configuration list for ours and upstream TileLang")
+    for r in table:
+        print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
+    for dtype, (rr, ru) in ratios.items():
+        print(f"geomean {dtype}: ours/ref {geo(rr):.3f} over {len(rr)} shapes; ours/upstream {geo(ru):.3f} "
+              f"over {len(ru)}")
+    for label, s in compile_s.items():
+        print(f"cold compile of the Hopper GEMM, {label}: {s:.2f} s")
+    if "ours" in compile_s and "upstream" in compile_s:
+        print(f"compile speed-up over upstream: {compile_s['upstream'] / compile_s['ours']:.1f}x")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

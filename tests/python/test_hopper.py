@@ -1,0 +1,209 @@
+"""The Hopper tensor-core path: T.gemm on wgmma (sm_90a).
+
+Without a GPU (CI): the kernels are lowered and compiled by NVRTC for sm_90a and their
+machine code must show the warpgroup instructions (HGMMA, QGMMA for fp8, IGMMA for int8)
+and no local memory; the lowering report names the instruction and every downgrade.
+On a GPU (TILELANG_TEST_TARGETS=cuda on an H100/H200): the same kernels against numpy on
+random inputs, over operand layouts, tile shapes, warpgroup splits and ragged edges."""
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import warnings
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tilelang
+from tilelang import _C
+from tilelang.errors import TileLangPerformanceWarning
+from tilelang.jit.kernel import _include_dir
+
+from kernels.gemm import matmul
+
+SM90 = "cuda -arch=sm_90a"
+
+
+def _nvrtc_reason():
+    try:
+        _C.nvrtc_id()
+        return None
+    except Exception as e:  # the library is missing or unusable
+        return str(e).splitlines()[0]
+
+
+def _cuobjdump():
+    wheel_bin = os.path.join(sysconfig.get_paths()["purelib"], "nvidia", "cu13", "bin")
+    path = os.pathsep.join([wheel_bin, os.environ.get("PATH", "")])
+    tool = shutil.which("cuobjdump", path=path)
+    return (tool if tool and shutil.which("nvdisasm", path=path) else None), path
+
+
+def _sass(func, switches=()):
+    """(SASS, resource usage, lowering report) of func compiled by NVRTC for sm_90a."""
+    reason = _nvrtc_reason()
+    if reason:
+        pytest.skip(f"NVRTC is not available: {reason}")
+    tool, path = _cuobjdump()
+    if not tool:
+        pytest.skip("cuobjdump/nvdisasm not found (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+    lowered = _C.lower(func.handle, SM90, list(switches))
+    cubin = _C.nvrtc_compile(_C.codegen(lowered, SM90), "kernel.cu", "sm_90a", [_include_dir()])
+    with tempfile.TemporaryDirectory() as d:
+        f = os.path.join(d, "kernel.cubin")
+        with open(f, "wb") as out:
+            out.write(cubin)
+        env = dict(os.environ, PATH=path)
+
+        def run(*flags):
+            return subprocess.run([tool, *flags, f], capture_output=True, text=True, env=env, check=True).stdout
+
+        return run("-sass"), run("-res-usage"), lowered.lowering_report()
+
+
+# (name, matmul arguments, SASS mnemonic, instructions per K step of one warpgroup)
+SASS_CASES = [
+    ("bf16_nn_128x256x64_2wg", dict(M=1024, N=1024, K=1024, block_M=128, block_N=256, block_K=64,
+                                     in_dtype="bfloat16", num_stages=3, threads=256), "HGMMA.64x256x16.F32.BF16", 4),
+    ("fp16_nt_128x128x64_1wg", dict(M=512, N=512, K=512, block_M=128, block_N=128, block_K=64,
+                                     in_dtype="float16", transpose_B=True, num_stages=3), "HGMMA.64x128x16.F32", 8),
+    ("bf16_tn_64x64x32", dict(M=256, N=256, K=2048, block_M=64, block_N=64, block_K=32, in_dtype="bfloat16",
+                              transpose_A=True), "HGMMA.64x64x16.F32.BF16", 2),
+    ("fp8_nt_128x256x128_2wg", dict(M=1024, N=1024, K=1024, block_M=128, block_N=256, block_K=128,
+                                    in_dtype="float8_e4m3", transpose_B=True, num_stages=3, threads=256),
+     "QGMMA.64x256x32.F32.E4M3.E4M3", 4),
+    ("int8_nt_128x128x64", dict(M=512, N=512, K=512, block_M=128, block_N=128, block_K=64, in_dtype="int8",
+                                out_dtype="int32", accum_dtype="int32", transpose_B=True, num_stages=3),
+     "IGMMA.64x128x32.S8.S8", 4),
+]
+
+
+@pytest.mark.parametrize("name, args, mnemonic, per_step", SASS_CASES, ids=[c[0] for c in SASS_CASES])
+def test_wgmma_sass(name, args, mnemonic, per_step):
+    """Each K step issues the expected warpgroup instructions, with operands from shared
+    memory filled by cp.async, and nothing goes to local memory."""
+    sass, usage, report = _sass(matmul(**args))
+    assert "wgmma m64n" in report and "[slower path" not in report, report
+    # ptxas may unroll the K loop: whole K steps of instructions.
+    count = sass.count(mnemonic)
+    assert count >= per_step and count % per_step == 0, (count, [l for l in sass.splitlines() if "GMMA" in l][:4])
+    assert "HMMA" not in sass and "LDSM" not in sass
+    assert "WARPGROUP.ARRIVE" in sass and "LDGSTS" in sass
+    assert "LDL" not in sass and "STL" not in sass and "LOCAL:0" in usage, usage
+
+
+def test_disable_wgmma_takes_mma_sync_and_says_so():
+    func = matmul(512, 512, 512, 128, 128, 32, in_dtype="bfloat16", num_stages=3)
+    sass, _, report = _sass(func, ["tl.disable_wgmma"])
+    assert "HGMMA" not in sass and "HMMA.16816.F32.BF16" in sass
+    assert "mma.sync m16n8k16" in report and "[slower path: not wgmma: pass config tl.disable_wgmma is set]" in report
+
+
+def test_lowering_report_names_wgmma_and_each_downgrade():
+    report = _C.lower(matmul(1024, 1024, 1024, 128, 256, 64, in_dtype="bfloat16", num_stages=3,
+                             threads=256).handle, SM90).lowering_report()
+    assert "T.gemm (bfloat16 x bfloat16 -> float32) on wgmma m64n256k16, 2 x 1 warpgroups; A from shared " \
+           "memory (descriptor); A_shared swizzled 128B; B_shared swizzled 128B in panels of 64" in report, report
+    # A 32-row tile has no 64-row piece for a warpgroup: mma.sync, named as the slower path.
+    small = _C.lower(matmul(256, 256, 256, 32, 32, 32, in_dtype="float16").handle, SM90).lowering_report()
+    assert "mma.sync m16n8k16" in small
+    assert "[slower path: not wgmma: the 32 x 32 tile does not split into 64-row pieces over 1 warpgroup(s)]" in small
+    # float32 inputs: SIMT, and wgmma's reason is given too.
+    simt = _C.lower(matmul(128, 128, 64).handle, SM90).lowering_report()
+    assert "SIMT multiply-adds" in simt and "not wgmma: it takes float16/bfloat16/float8 inputs" in simt
+    # sm_90 without the 'a' features, and older GPUs, say nothing about wgmma on sm_80.
+    plain = _C.lower(matmul(256, 256, 256, 128, 128, 32, in_dtype="float16").handle, "cuda -arch=sm_90").lowering_report()
+    assert "not wgmma: it needs the sm_90a target (the target is sm_90)" in plain
+    old = _C.lower(matmul(256, 256, 256, 128, 128, 32, in_dtype="float16").handle, "cuda -arch=sm_80").lowering_report()
+    assert "slower path" not in old
+
+
+def test_slower_path_warns_once(monkeypatch):
+    """Compiling a kernel that takes a slower instruction than it could warns once per path."""
+    jk = sys.modules["tilelang.jit.kernel"]
+    monkeypatch.setattr(jk, "_warned", set())
+    report = ("k.py:3: T.gemm (float16 x float16 -> float32) on mma.sync m16n8k16, 4 x 1 warps "
+              "[slower path: not wgmma: pass config tl.disable_wgmma is set]\nk.py:1: other line")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        jk._warn_slower_paths(report)
+        jk._warn_slower_paths(report)
+    assert len(seen) == 1 and issubclass(seen[0].category, TileLangPerformanceWarning)
+    assert "tl.disable_wgmma" in str(seen[0].message)
+
+
+def test_wgmma_tile_layout_is_canonical():
+    """The operand tiles start on 1 KiB and the dynamic shared block is 1 KiB aligned, as
+    128-byte swizzle atoms need."""
+    lowered = _C.lower(matmul(1024, 1024, 1024, 128, 256, 64, in_dtype="bfloat16", num_stages=3,
+                              threads=256).handle, SM90)
+    source = _C.codegen(lowered, SM90)
+    assert "__align__(1024) uint8_t tl_dyn_smem[]" in source
+    assert "tl::wgmma_desc(" in source and "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in source
+    assert source.count("tl::fence_proxy_async();") >= 1
+
+
+# --------------------------------------------------------------------------- on the GPU
+
+GPU_CASES = [
+    # (M, N, K, block_M, block_N, block_K, in_dtype, transpose_A, transpose_B, stages, threads)
+    (256, 512, 256, 128, 256, 64, "bfloat16", False, False, 3, 256),
+    (256, 256, 192, 128, 128, 64, "float16", False, True, 3, 128),
+    (200, 136, 72, 64, 64, 32, "bfloat16", False, False, 2, 128),   # ragged edges
+    (192, 320, 160, 64, 64, 32, "float16", True, False, 2, 128),    # A stored K x M
+    (256, 256, 128, 64, 128, 32, "bfloat16", True, True, 3, 128),
+    (256, 256, 256, 128, 128, 128, "float16", False, False, 2, 256),  # K panels of 64 in the A tile
+    (128, 256, 128, 64, 256, 64, "bfloat16", False, False, 2, 256),  # warpgroups along N
+    (512, 512, 512, 256, 128, 64, "bfloat16", False, True, 3, 256),   # two m64 pieces per warpgroup
+]
+
+
+def _gpu_only(target):
+    if not target.startswith("cuda"):
+        pytest.skip("the Hopper path runs on CUDA targets only; cpu and webgpu run these GEMMs in test_kernels")
+    if not tilelang.cuda_available() or not _C.cuda_device_arch(0).startswith("sm_90"):
+        pytest.skip("needs an sm_90 GPU (H100/H200)")
+
+
+@pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: "x".join(map(str, c[:6])) + f"-{c[6]}-{'tn'[c[7]]}{'tn'[c[8]]}")
+def test_wgmma_gemm_numerics(target, rng, case):
+    _gpu_only(target)
+    import torch
+    M, N, K, bm, bn, bk, dt, ta, tb, stages, threads = case
+    kernel = tilelang.compile(matmul(M, N, K, bm, bn, bk, in_dtype=dt, transpose_A=ta, transpose_B=tb,
+                                     num_stages=stages, threads=threads), out_idx=[2], target=target)
+    assert "wgmma" in kernel.get_lowering_report()
+    tdt = getattr(torch, dt)
+    a = torch.randn((K, M) if ta else (M, K), device="cuda").to(tdt)
+    b = torch.randn((N, K) if tb else (K, N), device="cuda").to(tdt)
+    c = kernel(a, b)
+    ref = (a.T if ta else a).double() @ (b.T if tb else b).double()
+    err = float((c.double() - ref).norm() / ref.norm())
+    assert err < 1e-5, err
+
+
+@pytest.mark.parametrize("in_dtype", ["float8_e4m3", "float8_e5m2", "int8"])
+def test_wgmma_8bit_numerics(target, rng, in_dtype):
+    _gpu_only(target)
+    import torch
+    M, N, K = 384, 256, 384
+    acc = "int32" if in_dtype == "int8" else "float32"
+    kernel = tilelang.compile(matmul(M, N, K, 128, 256, 128, in_dtype=in_dtype, out_dtype=acc, accum_dtype=acc,
+                                     transpose_B=True, num_stages=3, threads=256), out_idx=[2], target=target)
+    assert "wgmma m64n256k32" in kernel.get_lowering_report()
+    if in_dtype == "int8":
+        a = rng.integers(-128, 128, (M, K)).astype(np.int8)
+        b = rng.integers(-128, 128, (N, K)).astype(np.int8)
+    else:
+        np_t = {"float8_e4m3": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}[in_dtype]
+        a = rng.uniform(-2, 2, (M, K)).astype(np_t)
+        b = rng.uniform(-2, 2, (N, K)).astype(np_t)
+    c = np.asarray(kernel(a, b))
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    if in_dtype == "int8":
+        np.testing.assert_array_equal(c, ref.astype(np.int64))
+    else:
+        np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-3)
