@@ -31,7 +31,7 @@ export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
 ONLY=${1:-all}
 if [ "$ONLY" = hopper ]; then
   echo "== Python GEMM suites on cuda"
-  TILELANG_TEST_TARGETS=cuda timeout 900 $PY -m pytest -q -p no:cacheprovider tests/python/test_hopper.py \
+  TILELANG_TEST_TARGETS=cuda timeout ${HOPPER_TEST_TIMEOUT:-900} $PY -m pytest -q -p no:cacheprovider tests/python/test_hopper.py \
     tests/python/test_kernels.py > "$LOGS/pytest_hopper.log" 2>&1; tail -3 "$LOGS/pytest_hopper.log"
   grep -E "^(FAILED|ERROR)" "$LOGS/pytest_hopper.log" | head -30
   echo "== GEMM sweep: ours"
