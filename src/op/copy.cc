@@ -2,6 +2,7 @@
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/op.h"
+#include "op/copy_tma.h"
 #include "op/region.h"
 #include "op/thread_context.h"
 
@@ -60,6 +61,7 @@ Stmt to_cp_async(const Stmt& s) {
 // a default share of the tile when neither side is a fragment.
 Stmt lower_copy_threads(const TileOpNode& op, ThreadContext& ctx) {
   require_regions(op, 2, kOpName);
+  if (attr_int(op, "tma", 0)) return lower_copy_tma(op, ctx);
   const BufferRegion& src = op.regions[0];
   const BufferRegion& dst = op.regions[1];
   const TilePartition *ls = ctx.layout_of(src.buffer), *ld = ctx.layout_of(dst.buffer);

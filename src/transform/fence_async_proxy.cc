@@ -6,10 +6,10 @@
 namespace tl {
 namespace {
 
-bool is_call(const Stmt& s, const char* op) {
+bool is_barrier(const Stmt& s) {
   auto* ev = as<EvaluateNode>(s);
   auto* call = ev ? as<CallNode>(ev->value) : nullptr;
-  return call && call->op == op;
+  return call && (call->op == "sync_threads" || call->op == "named_barrier_sync");
 }
 
 class FenceBeforeBarriers : public IRMutator {
@@ -17,7 +17,7 @@ class FenceBeforeBarriers : public IRMutator {
   Stmt mutate_seq(const Stmt& s, const SeqStmtNode* n) override {
     std::vector<Stmt> out;
     for (auto& x : n->seq) {
-      if (is_call(x, "sync_threads")) {
+      if (is_barrier(x)) {
         out.push_back(fence(x->span));
         out.push_back(x);
       } else {
@@ -28,7 +28,7 @@ class FenceBeforeBarriers : public IRMutator {
   }
   Stmt mutate_evaluate(const Stmt& s, const EvaluateNode* n) override {
     // A barrier that is a statement of its own (an if's or loop's whole body).
-    if (is_call(s, "sync_threads")) return std::make_shared<SeqStmtNode>(std::vector<Stmt>{fence(n->span), s}, n->span);
+    if (is_barrier(s)) return std::make_shared<SeqStmtNode>(std::vector<Stmt>{fence(n->span), s}, n->span);
     return s;
   }
 

@@ -7,7 +7,8 @@
 
 namespace tl {
 
-// In kernels that issue wgmma: a `fence_proxy_async()` right before every `sync_threads()`.
+// In kernels that issue wgmma: a `fence_proxy_async()` right before every barrier
+// (`sync_threads()`, `named_barrier_sync`).
 // Runs on thread-level code.
 PrimFunc fence_async_proxy(const PrimFunc& f);
 

@@ -89,6 +89,19 @@ std::unordered_set<const VarNode*> vars_bound_in(const Stmt& s) {
   return out;
 }
 
+bool contains_gemm(const Stmt& s) {
+  struct Find : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit_tile_op(const TileOpNode* n) override {
+      found = found || n->op == "gemm";
+      IRVisitor::visit_tile_op(n);
+    }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
 // Accesses to the multi-buffered buffers gain the stage slot as a leading index.
 class AddStage : public IRMutator {
  public:
@@ -151,8 +164,24 @@ class SoftwarePipeline : public IRMutator {
     return std::make_shared<AllocateNode>(it->second, body, attrs, n->span);
   }
 
+  Stmt mutate_if(const Stmt& s, const IfThenElseNode* n) override {
+    ++nesting_;
+    Stmt out = IRMutator::mutate_if(s, n);
+    --nesting_;
+    return out;
+  }
+
+  Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
+    kernel_ = n;
+    Stmt out = IRMutator::mutate_kernel(s, n);
+    kernel_ = nullptr;
+    return out;
+  }
+
   Stmt mutate_for(const Stmt& s, const ForNode* n) override {
+    ++nesting_;
     Stmt body = mutate(n->body);
+    --nesting_;
     if (n->for_kind != ForKind::Pipelined) return body == n->body ? s : with_loop_body(n, body, n->for_kind, n->attrs);
     int64_t stages = 1;
     auto st = n->attrs.find("num_stages");
@@ -162,9 +191,12 @@ class SoftwarePipeline : public IRMutator {
       report.push_back(where + "runs in order (one stage)");
     } else if (target_.arch_number() < 80) {
       report.push_back(where + "runs in order (cp.async needs sm_80 or newer)");
-    } else if (Stmt out = pipeline(n, body, stages)) {
-      std::string line = where + "pipelined: " + std::to_string(stages - 1) + " copies ahead into " +
-                         std::to_string(stages) + " buffers of";
+    } else if (Stmt out = pipeline(n, body, stages, where)) {
+      std::string line = where + (last_tma_ ? "pipelined by a TMA producer warpgroup (warp specialised, "
+                                                  "mbarriers full/empty per stage) into " + std::to_string(stages) +
+                                                      " buffers of"
+                                            : "pipelined: " + std::to_string(stages - 1) + " copies ahead into " +
+                                                  std::to_string(stages) + " buffers of");
       for (auto& name : last_staged_) line += " " + name;
       if (n->attrs.count("order") || n->attrs.count("stage"))
         line += " (order/stage given: scheduled copies first, the compiler's own order)";
@@ -181,8 +213,113 @@ class SoftwarePipeline : public IRMutator {
     return std::make_shared<ForNode>(n->var, n->min, n->extent, kind, std::move(body), std::move(attrs), n->span);
   }
 
+  // Why a loop's producers cannot be TMA copies issued by a producer warpgroup (empty when
+  // they can): Hopper with TMA and warp specialisation on, a top-level loop of a 1-D block
+  // of whole warpgroups, a T.gemm among the consumers, each producer a 2-D tile whose rows
+  // lie along the tensor's contiguous dimension.
+  std::string why_not_tma(const std::vector<Stmt>& stmts, const std::vector<bool>& is_producer) const {
+    if (target_.kind != "cuda" || target_.arch_number() != 90 || target_.arch.back() != 'a')
+      return "TMA and warp specialisation need sm_90a";
+    if (target_.disable_tma) return "pass config tl.disable_tma_lower is set";
+    if (target_.disable_warp_specialized) return "pass config tl.disable_warp_specialized is set";
+    if (!kernel_ || kernel_->threads.size() != 1 || kernel_->num_threads() % 128 != 0)
+      return "the block is not a 1-D block of whole warpgroups";
+    if (nesting_ > 0) return "the loop is inside another loop or a branch";
+    bool gemm = false;
+    for (size_t i = 0; i < stmts.size(); ++i) gemm = gemm || (!is_producer[i] && contains_gemm(stmts[i]));
+    if (!gemm) return "no T.gemm consumes the copies";
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      if (!is_producer[i]) continue;
+      auto* op = as<TileOpNode>(stmts[i]);
+      const BufferRegion &src = op->regions[0], &dst = op->regions[1];
+      if (dst.buffer->shape.size() != 2) return dst.buffer->name + " is not a 2-D tile";
+      const int64_t *rows = const_int(dst.buffer->shape[0]), *cols = const_int(dst.buffer->shape[1]);
+      int bits = dst.buffer->dtype.bits;
+      if (!rows || !cols || *rows > 256 || (*cols * bits) % 256 != 0)
+        return dst.buffer->name + ": a TMA box needs at most 256 rows of a multiple of 32 bytes";
+      if (src.buffer->dtype != dst.buffer->dtype) return "the copy into " + dst.buffer->name + " converts its dtype";
+      std::vector<int> dims;
+      for (size_t d = 0; d < src.ranges.size(); ++d) {
+        const int64_t* e = const_int(src.ranges[d].extent);
+        if (!e) return "the copy into " + dst.buffer->name + " has a symbolic extent";
+        if (*e != 1) dims.push_back(int(d));
+      }
+      int last = int(src.ranges.size()) - 1;
+      if (dims.empty() || dims.back() != last || *const_int(src.ranges[last].extent) != *cols ||
+          (dims.size() == 2 && *const_int(src.ranges[dims[0]].extent) != *rows) || dims.size() > 2 ||
+          (dims.size() == 1 && *rows != 1))
+        return "the copy into " + dst.buffer->name + " does not take whole rows along " + src.buffer->name +
+               "'s contiguous dimension";
+      if (src.ranges.size() > 5) return src.buffer->name + " has more than 5 dimensions";
+    }
+    return "";
+  }
+
+  // A TMA pipeline in the form the warp specialisation pass splits: one loop whose body is
+  //   if ws_role(1):  [wait empty[s] after the first round] expect_tx(full[s]) T.copy(tma)...
+  //   if ws_role(0):  wait full[s]; consumers on slot s; arrive empty[s]
+  // with s = i % S; the producer part is the work of one thread of the producer
+  // warpgroup, the consumer part the block's own threads (docs/gpu_lowering.md).
+  Stmt tma_pipeline(const ForNode* loop, const std::vector<Stmt>& stmts, const std::vector<bool>& is_producer,
+                    const std::unordered_map<const BufferNode*, Buffer>& staged, int64_t S) {
+    Span sp = loop->span;
+    Buffer bars = make_buffer("pipeline_mbar", DataType::UInt(64), {c(2 * S)}, scope::kSharedDyn, sp);
+    Expr i = sub(loop->var, loop->min, sp);
+    Expr slot = floormod(i, c(S), sp), round = floordiv(i, c(S), sp);
+    auto bar = [&](const Expr& index) { return make_load(bars, {index}, sp); };
+    Expr full = bar(slot), empty = bar(add(slot, c(S), sp));
+    int64_t bytes = 0;
+    std::vector<Stmt> produce;
+    for (size_t k = 0; k < stmts.size(); ++k) {
+      if (!is_producer[k]) continue;
+      auto* op = as<TileOpNode>(stmts[k]);
+      const Buffer& dst = op->regions[1].buffer;
+      bytes += *const_int(dst->shape[0]) * *const_int(dst->shape[1]) * dst->dtype.bytes();
+      Attrs attrs = op->attrs;
+      attrs["tma"] = int64_t(1);
+      produce.push_back(AddStage(staged, slot).mutate(
+          std::make_shared<TileOpNode>(op->op, op->regions, std::vector<Expr>{full}, attrs, op->span)));
+    }
+    auto role = [&](int64_t r) {
+      return std::make_shared<CallNode>(DataType::Bool(), "ws_role", std::vector<Expr>{c(r)}, sp);
+    };
+    auto guarded = [&](const Expr& cond, Stmt st) -> Stmt {
+      return std::make_shared<IfThenElseNode>(cond, std::move(st), nullptr, sp);
+    };
+    // A slot is refilled once its consumers of the round before have released it.
+    Expr empty_parity = floormod(add(round, c(1), sp), c(2), sp);
+    Stmt producer = make_seq({guarded(binary(BinaryOp::GE, i, c(S), sp), call_stmt("mbarrier_wait", {empty, empty_parity}, sp)),
+                              call_stmt("mbarrier_expect_tx", {full, c(bytes)}, sp), make_seq(produce, sp)},
+                             sp);
+    std::vector<Stmt> consumers;
+    for (size_t k = 0; k < stmts.size(); ++k)
+      if (!is_producer[k] && !is_barrier(stmts[k])) consumers.push_back(stmts[k]);
+    Stmt consumer = make_seq({call_stmt("mbarrier_wait", {full, floormod(round, c(2), sp)}, sp),
+                              AddStage(staged, slot).mutate(make_seq(consumers, sp)),
+                              call_stmt("mbarrier_arrive", {empty}, sp)},
+                             sp);
+    Stmt body = make_seq({guarded(role(1), producer), guarded(role(0), consumer)}, sp);
+    Attrs attrs = {{"software_pipeline", int64_t(1)}, {"ws_pipeline", int64_t(1)}, {"num_stages", S}};
+    Stmt l = with_loop_body(loop, body, ForKind::Serial, attrs);
+    // full[s] completes on the producer's arrive plus the bytes; empty[s] on every consumer
+    // thread's arrive. One thread initialises them before anyone waits.
+    int64_t consumers_n = kernel_->num_threads();
+    std::vector<Stmt> init;
+    for (int64_t k = 0; k < S; ++k) {
+      init.push_back(call_stmt("mbarrier_init", {bar(c(k)), c(1)}, sp));
+      init.push_back(call_stmt("mbarrier_init", {bar(c(k + S)), c(consumers_n)}, sp));
+    }
+    Expr first_thread = binary(BinaryOp::EQ, std::make_shared<CallNode>(DataType::Int(32), "thread_index",
+                                                                        std::vector<Expr>{c(0)}, sp),
+                               c(0), sp);
+    Stmt seq = make_seq({call_stmt("sync_threads", {}, sp), guarded(first_thread, make_seq(init, sp)),
+                         call_stmt("sync_threads", {}, sp), l},
+                        sp);
+    return std::make_shared<AllocateNode>(bars, seq, Attrs{{"pipelined", int64_t(1)}}, sp);
+  }
+
   // The schedule above, or null when the loop has no producer.
-  Stmt pipeline(const ForNode* loop, const Stmt& body, int64_t S) {
+  Stmt pipeline(const ForNode* loop, const Stmt& body, int64_t S, const std::string& where) {
     Span sp = loop->span;
     std::vector<Stmt> stmts = flatten_seq(body);
     auto inner_vars = vars_bound_in(body);
@@ -214,6 +351,12 @@ class SoftwarePipeline : public IRMutator {
     for (size_t i = 0; i < stmts.size(); ++i)
       if (is_producer[i]) last_staged_.push_back(as<TileOpNode>(stmts[i])->regions[1].buffer->name);
     for (auto& [old, fresh] : staged) staged_[old] = fresh;
+    std::string no_tma = why_not_tma(stmts, is_producer);
+    last_tma_ = no_tma.empty();
+    if (last_tma_) return tma_pipeline(loop, stmts, is_producer, staged, S);
+    // On Hopper, cp.async in place of TMA is the slower path.
+    if (target_.kind == "cuda" && target_.arch_number() >= 90)
+      report.push_back(where + "copies by cp.async, not TMA [slower path: not TMA: " + no_tma + "]");
 
     // Producers of iteration j (an expression) into slot `slot`, marked async.
     auto producers = [&](const Expr& j, const Expr& slot) {
@@ -261,6 +404,9 @@ class SoftwarePipeline : public IRMutator {
   }
 
   const Target& target_;
+  const KernelNode* kernel_ = nullptr;
+  int nesting_ = 0;  // loops and branches around the statement being rewritten
+  bool last_tma_ = false;
   BufferUses uses_;
   std::unordered_map<const BufferNode*, Buffer> staged_;
   std::vector<std::string> last_staged_;

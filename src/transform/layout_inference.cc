@@ -6,6 +6,7 @@
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "op/gemm.h"
+#include "op/region.h"
 
 namespace tl {
 namespace {
@@ -178,6 +179,12 @@ class LayoutInference : public IRVisitor {
         fragment_copies_.push_back({n->regions[0].buffer.get(), n->regions[1].buffer.get()});
     }
     if (strict_ && n->op == "gemm" && n->regions.size() == 3) gemm_demands(n);
+    // A TMA destination is stored as TMA writes boxes: panels one swizzle width wide.
+    if (strict_ && n->op == "copy" && n->regions.size() == 2 && attr_int(*n, "tma", 0)) {
+      const Buffer& b = n->regions[1].buffer;
+      SwizzleMode mode = pick_swizzle_mode(*const_int(b->shape.back()), b->dtype.bits);
+      if (mode != SwizzleMode::None) swizzled_[b.get()] = {mode, swizzle_width_bytes(mode) * 8 / b->dtype.bits};
+    }
     if (strict_ && n->op == "annotate_layout" && n->regions.size() == 1) {
       const Buffer& b = n->regions[0].buffer;
       if (!swizzled_.count(b.get()))

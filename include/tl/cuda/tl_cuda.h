@@ -480,6 +480,93 @@ TL_DEVICE void fence_operand(int& r) { asm volatile("" : "+r"(r)::"memory"); }
 // Orders this thread's generic-proxy writes to shared memory before later async-proxy
 // accesses (wgmma, TMA) that a barrier publishes them to.
 TL_DEVICE void fence_proxy_async() { TL_SM90("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// A TMA tensor map, as the driver encodes it (the runtime passes it by value as a
+// __grid_constant__ kernel parameter).
+struct alignas(64) TensorMap {
+  uint64_t opaque[16];
+};
+
+TL_DEVICE uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+// mbarriers (a uint64_t in shared memory each): init with the number of arrivals a phase
+// takes; expect_tx arrives and adds the bytes the phase also waits for; wait spins until
+// the phase of the given parity has completed.
+TL_DEVICE void mbarrier_init(uint64_t* bar, uint32_t count) {
+  TL_SM90("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+TL_DEVICE void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
+  TL_SM90("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+TL_DEVICE void mbarrier_arrive(uint64_t* bar) {
+  TL_SM90("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+TL_DEVICE void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+#else
+  __trap();
+#endif
+}
+
+// cp.async.bulk.tensor: the box at coords (innermost first) of the tensor `map` describes
+// into shared memory, completing on `bar` with its byte count.
+TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0) {
+  TL_SM90("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];\n" ::"r"(
+              smem_addr(smem)),
+          "l"(&map), "r"(smem_addr(bar)), "r"(c0)
+          : "memory");
+}
+TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0, int c1) {
+  TL_SM90("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
+              smem_addr(smem)),
+          "l"(&map), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
+          : "memory");
+}
+TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0, int c1, int c2) {
+  TL_SM90(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(
+          smem_addr(smem)),
+      "l"(&map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0, int c1, int c2, int c3) {
+  TL_SM90(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+      "[%2];\n" ::"r"(smem_addr(smem)),
+      "l"(&map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0, int c1, int c2, int c3, int c4) {
+  TL_SM90(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], "
+      "[%2];\n" ::"r"(smem_addr(smem)),
+      "l"(&map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+      : "memory");
+}
+
+// Warpgroup register budgets: the whole warpgroup moves to kRegs registers per thread.
+template <int kRegs, bool kIncrease>
+TL_DEVICE void set_max_nreg() {
+  if constexpr (kIncrease) {
+    TL_SM90("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+  } else {
+    TL_SM90("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+  }
+}
+
+// A barrier among `count` threads (whole warps) on hardware barrier `id` (0 is
+// __syncthreads's).
+TL_DEVICE void named_barrier_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
 #undef TL_SM90
 
 // ------------------------------------------------------------------ printing

@@ -9,6 +9,7 @@
 #include "transform/insert_barriers.h"
 #include "transform/legalize_safe_memory_access.h"
 #include "transform/plan_shared_memory.h"
+#include "transform/warp_specialize.h"
 #include "transform/lower_to_threads.h"
 #include "transform/pass.h"
 #include "transform/simplify.h"
@@ -27,6 +28,8 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       {"insert_barriers", insert_barriers},
       // Layouts, then each thread's share of every tile operator and T.Parallel loop.
       {"lower_to_threads", [&](const PrimFunc& g) { return lower_to_threads(g, target); }},
+      // A TMA pipeline's producer gets a warpgroup of its own.
+      {"warp_specialize", warp_specialize},
       // wgmma reads shared memory through the async proxy: writers fence before barriers.
       {"fence_async_proxy", fence_async_proxy},
       {"simplify", simplify},
