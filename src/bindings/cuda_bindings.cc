@@ -12,13 +12,20 @@
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/nvcc.h"
 #include "runtime/cuda/nvrtc.h"
+#include "runtime/cuda/tensor_map.h"
 
 namespace tl::py {
 namespace {
 
-// Launch arguments are packed as 8-byte slots; the kernel reads each slot in its own type.
+// Launch arguments are packed as 8-byte slots, the kernel reading each slot in its own type,
+// except TMA tensor maps: 128 bytes each, in slots aligned as the driver's CUtensorMap.
+struct alignas(kTensorMapAlignment) TensorMapSlot {
+  uint8_t bytes[kTensorMapBytes];
+};
+
 struct PackedArgs {
   std::vector<uint64_t> slots;
+  std::vector<TensorMapSlot> maps;
   std::vector<void*> pointers;
 };
 
@@ -39,6 +46,56 @@ uint64_t pack(const std::string& dtype, nb::handle v) {
          "pass it as float32");
   }
   return slot;
+}
+
+TensorMapSlot pack_tensor_map(nb::handle v) {
+  if (!nb::isinstance<nb::bytes>(v))
+    fail(ErrorKind::Type, {}, std::string("a tensor-map kernel argument must be bytes, got ") +
+                                  nb::type_name(v.type()).c_str(),
+         "pass the 128 bytes encode_tensor_map returns");
+  auto b = nb::borrow<nb::bytes>(v);
+  if (b.size() != size_t(kTensorMapBytes))
+    fail(ErrorKind::Type, {},
+         "a tensor-map kernel argument is " + std::to_string(kTensorMapBytes) + " bytes, got " +
+             std::to_string(b.size()),
+         "pass the 128 bytes encode_tensor_map returns");
+  TensorMapSlot slot;
+  std::memcpy(slot.bytes, b.c_str(), kTensorMapBytes);
+  return slot;
+}
+
+// Packs [(dtype, value) or ("tensormap", bytes)] and points at each slot in order.
+void pack_args(const nb::list& args, PackedArgs& packed) {
+  packed.slots.reserve(args.size());  // never reallocated, so pointers into it stay valid
+  packed.pointers.reserve(args.size());
+  for (nb::handle a : args) {
+    auto tup = nb::cast<nb::tuple>(a);
+    std::string kind = nb::cast<std::string>(tup[0]);
+    if (kind == "tensormap") {
+      packed.maps.push_back(pack_tensor_map(tup[1]));
+      packed.pointers.push_back(nullptr);  // set below: maps may still move as they grow
+    } else {
+      packed.slots.push_back(pack(kind, tup[1]));
+      packed.pointers.push_back(&packed.slots.back());
+    }
+  }
+  size_t next_map = 0;
+  for (void*& p : packed.pointers)
+    if (!p) p = packed.maps[next_map++].bytes;
+}
+
+// ("buffer" | "scalar" | "shape", name, dtype, param index), or for a tensor map
+// ("tensormap", name, dtype, index of the buffer it describes, box, swizzle bytes).
+nb::tuple param_tuple(const CudaKernelParam& p) {
+  using Kind = CudaKernelParam::Kind;
+  if (p.kind == Kind::TensorMap) {
+    nb::list box;
+    for (int64_t e : p.tma.box) box.append(e);
+    return nb::make_tuple("tensormap", p.name, p.dtype.str(), p.param_index,
+                          nb::steal<nb::tuple>(PyList_AsTuple(box.ptr())), p.tma.swizzle_bytes);
+  }
+  const char* kind = p.kind == Kind::Buffer ? "buffer" : p.kind == Kind::Scalar ? "scalar" : "shape";
+  return nb::make_tuple(kind, p.name, p.dtype.str(), p.param_index);
 }
 
 }  // namespace
@@ -75,6 +132,18 @@ void bind_cuda(nb::module_& m) {
     return compile_with_nvcc(s, n, o);
   }));
   m.def("nvcc_available", []() { return nvcc_available(); });
+  // The 128-byte CUtensorMap of a global tensor (shape and strides in elements, outermost
+  // first) read in boxes of `box`; validated first, so a bad argument needs no GPU to report.
+  m.def(
+      "encode_tensor_map",
+      [](const std::string& dtype, uint64_t address, const std::vector<int64_t>& shape,
+         const std::vector<int64_t>& strides, const std::vector<int64_t>& box, int swizzle_bytes) {
+        TensorMapSpec spec{to_dtype(dtype), box, swizzle_bytes};
+        std::array<uint8_t, kTensorMapBytes> map = encode_tensor_map(spec, address, shape, strides);
+        return nb::bytes(reinterpret_cast<const char*>(map.data()), map.size());
+      },
+      nb::arg("dtype"), nb::arg("address"), nb::arg("shape"), nb::arg("strides"), nb::arg("box"),
+      nb::arg("swizzle_bytes") = 0);
   m.def("cuda_kernel_infos", [](const PyFunc& f) {
     nb::list out;
     for (auto& k : cuda_kernel_infos(f.f)) {
@@ -87,12 +156,7 @@ void bind_cuda(nb::module_& m) {
       d["dynamic_shared_bytes"] = k.dynamic_shared_bytes;
       d["static_shared_bytes"] = k.static_shared_bytes;
       nb::list params;
-      for (auto& p : k.params) {
-        const char* kind = p.kind == CudaKernelParam::Kind::Buffer   ? "buffer"
-                           : p.kind == CudaKernelParam::Kind::Scalar ? "scalar"
-                                                                     : "shape";
-        params.append(nb::make_tuple(kind, p.name, p.dtype.str(), p.param_index));
-      }
+      for (auto& p : k.params) params.append(param_tuple(p));
       d["params"] = params;
       out.append(d);
     }
@@ -109,16 +173,12 @@ void bind_cuda(nb::module_& m) {
         d["max_threads_per_block"] = a.max_threads_per_block;
         return d;
       })
-      // args: [(dtype, value)], in the kernel's parameter order (pointers as "handle").
+      // args: [(dtype, value)], in the kernel's parameter order (pointers as "handle"), a
+      // tensor map as ("tensormap", its 128 bytes).
       .def("launch", [](const CudaFunction& f, std::vector<int64_t> grid, std::vector<int64_t> block,
                         int64_t shared_bytes, uintptr_t stream, nb::list args) {
         PackedArgs packed;
-        packed.slots.reserve(args.size());
-        for (nb::handle a : args) {
-          auto tup = nb::cast<nb::tuple>(a);
-          packed.slots.push_back(pack(nb::cast<std::string>(tup[0]), tup[1]));
-        }
-        for (auto& s : packed.slots) packed.pointers.push_back(&s);
+        pack_args(args, packed);
         Dim3 g{unsigned(grid.at(0)), unsigned(grid.at(1)), unsigned(grid.at(2))};
         Dim3 b{unsigned(block.at(0)), unsigned(block.at(1)), unsigned(block.at(2))};
         f.launch(g, b, unsigned(shared_bytes), reinterpret_cast<void*>(stream), packed.pointers.data());

@@ -76,16 +76,62 @@ class CpuBackend:
         return CpuExecutable(prim_func, lib_path, source, report), None
 
 
+def _extent(expr, shape_values) -> int:
+    return expr.value if expr.kind == "IntImm" else _C.eval_int(expr, shape_values)
+
+
+class _TensorMapParam:
+    """A kernel's TMA tensor map of one global buffer, encoded at launch for the buffer's
+    address and the shape and strides (elements) it is declared with, which the call has
+    checked the argument against. Dimensions of extent 1 take the declared stride too, since
+    the kernel indexes the buffer by its declaration. Encoded maps are kept by (position,
+    address, shape, strides), so repeated calls with the same tensors encode nothing."""
+
+    _MAX_CACHED = 4096  # maps of tensors that come and go; dropped all at once past this
+
+    def __init__(self, position, param, func_params):
+        _, self.name, self.dtype, self.index, box, self.swizzle = param
+        self.position = position
+        self.box = list(box)
+        declared = func_params[self.index]
+        self._shape = list(declared.shape)
+        self._strides = list(declared.strides or [])
+        self._static = None  # (shape, strides) when no shape variable appears in them
+        if all(e.kind == "IntImm" for e in self._shape + self._strides):
+            self._static = self._layout({})
+        self._cache = {}
+
+    def _layout(self, shape_values):
+        shape = tuple(_extent(e, shape_values) for e in self._shape)
+        if self._strides:
+            return shape, tuple(_extent(e, shape_values) for e in self._strides)
+        strides, step = [], 1
+        for extent in reversed(shape):
+            strides.append(step)
+            step *= extent
+        return shape, tuple(reversed(strides))
+
+    def encode(self, address, shape_values) -> bytes:
+        shape, strides = self._static or self._layout(shape_values)
+        key = (self.position, address, shape, strides)
+        found = self._cache.get(key)
+        if found is None:
+            found = _C.encode_tensor_map(self.dtype, address, list(shape), list(strides), self.box, self.swizzle)
+            if len(self._cache) >= self._MAX_CACHED:
+                self._cache.clear()
+            self._cache[key] = found
+        return found
+
+
 class CudaExecutable:
     """A cubin loaded into the current context, with the launch shape of each kernel."""
 
-    def __init__(self, infos, cubin: bytes, source: str, report: str):
+    def __init__(self, infos, cubin: bytes, source: str, report: str, func_params=()):
         self.module = _C.CudaModule(cubin)
         self.source = source
         self.report = report
         self.kernels = []
-        self.pointer_params = {index: name for info in infos
-                               for kind, name, _, index in info["params"] if kind == "buffer"}
+        self.pointer_params = {p[3]: p[1] for info in infos for p in info["params"] if p[0] == "buffer"}
         for info in infos:
             fn = self.module.function(info["name"])
             smem = int(info["dynamic_shared_bytes"])
@@ -99,7 +145,10 @@ class CudaExecutable:
                 grid = [_C.eval_int(g, {}) for g in info["grid"]]
             except Exception:  # names a shape variable
                 grid = None
-            self._launches.append((fn, info, list(info["params"]), grid, list(info["block"]),
+            params = [p for p in info["params"] if p[0] != "tensormap"]
+            maps = [_TensorMapParam(pos, p, func_params) for pos, p in enumerate(info["params"])
+                    if p[0] == "tensormap"]
+            self._launches.append((fn, info, params, maps, grid, list(info["block"]),
                                    int(info["dynamic_shared_bytes"])))
 
     def lowering_report(self) -> str:
@@ -119,7 +168,7 @@ class CudaExecutable:
                 raise ValueError(f"argument '{name}' is not 16-byte aligned (address {values[index]:#x}); "
                                  "kernels use vector accesses: pass a tensor that starts on an aligned "
                                  "address (e.g. .clone())")
-        for fn, info, params, grid, block, smem in self._launches:
+        for fn, info, params, maps, grid, block, smem in self._launches:
             args = [("handle", values[index]) if kind == "buffer" else
                     (dtype, values[index]) if kind == "scalar" else ("int64", shape_values[name])
                     for kind, name, dtype, index in params]
@@ -127,6 +176,8 @@ class CudaExecutable:
                 grid = [_C.eval_int(g, shape_values) for g in info["grid"]]
             if min(grid) <= 0:
                 continue  # an empty grid (a dynamic size of 0): nothing to launch
+            if maps:  # tensor maps come last, after buffers, scalars and shape variables
+                args += [("tensormap", m.encode(values[m.index], shape_values)) for m in maps]
             fn.launch(grid, block, smem, stream, args)
 
 
@@ -145,7 +196,7 @@ class CudaBackend:
             if cubin_path.exists() and meta.exists():
                 try:
                     return CudaExecutable(infos, cubin_path.read_bytes(), (d / "kernel.cu").read_text(),
-                                          lowered.lowering_report()), "disk"
+                                          lowered.lowering_report(), prim_func.params), "disk"
                 except (TileLangError, OSError):
                     pass
         source = _C.codegen(lowered, target)
@@ -158,7 +209,7 @@ class CudaBackend:
         tmp.replace(d / "kernel.cubin")
         if cache.enabled():
             cache.store_meta(key, {"name": prim_func.name, "target": target})
-        return CudaExecutable(infos, cubin, source, lowered.lowering_report()), None
+        return CudaExecutable(infos, cubin, source, lowered.lowering_report(), prim_func.params), None
 
 
 def backend_for(target: str):

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/function.h"
+#include "runtime/cuda/tensor_map_spec.h"
 
 namespace tl {
 
@@ -21,14 +22,19 @@ struct CudaCodegenOptions {
 // One parameter of a generated kernel. Every kernel of a function has the same list:
 // the function's parameters in order (a buffer as a pointer to its element type, a
 // scalar by value in its dtype), then the shape variables that are not also scalar
-// parameters (tl::shape_vars order), each passed as int64_t.
+// parameters (tl::shape_vars order), each passed as int64_t, then the kernel's TMA tensor
+// maps in the order it declares them (each a 128-byte CUtensorMap the runtime encodes at
+// launch for the global buffer it describes; runtime/cuda/tensor_map.h).
 struct CudaKernelParam {
-  enum class Kind { Buffer, Scalar, ShapeVar };
+  enum class Kind { Buffer, Scalar, ShapeVar, TensorMap };
   Kind kind;
-  std::string name;  // the IR name (buffer or variable)
-  DataType dtype;    // buffer: element dtype; scalar: its dtype; shape variable: int64
+  std::string name;  // the IR name (buffer or variable); a tensor map: the kernel parameter's name
+  DataType dtype;    // buffer: element dtype; scalar: its dtype; shape variable: int64;
+                     // tensor map: the described buffer's dtype
   Var var;           // scalar or shape variable; a buffer's data variable
-  int param_index;   // index into PrimFunc::params, -1 for a shape variable
+  int param_index;   // index into PrimFunc::params (for a tensor map, of the buffer it
+                     // describes), -1 for a shape variable
+  TensorMapSpec tma = {};  // tensor map only: box and swizzle (tma.dtype == dtype)
 };
 
 struct CudaKernelInfo {

@@ -81,6 +81,7 @@ const DriverState& driver_state() {
       s->error = "the CUDA driver at '" + s->library.path() + "' lacks: " + missing;
       return s;
     }
+    s->library.bind(s->api.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");  // optional
     cu::Result rc = s->api.cuInit(0);
     if (rc != cu::kSuccess) {
       s->error = "cuInit failed: " + raw_error_text(s->api, rc);
@@ -117,6 +118,20 @@ const CudaDriverApi& cuda_driver() {
          "CUDA kernels run on a machine with an NVIDIA GPU and its driver; set "
          "TILELANG_CUDA_DRIVER_PATH if libcuda.so.1 is installed outside the loader's path");
   return state.api;
+}
+
+cu::TensorMapEncodeTiledFn cuda_tensor_map_encoder() {
+  const CudaDriverApi& api = cuda_driver();
+  if (!api.cuTensorMapEncodeTiled) {
+    int version = 0;
+    api.cuDriverGetVersion(&version);
+    fail(ErrorKind::Unsupported, {},
+         "the CUDA driver at '" + driver_state().library.path() + "' (version " + std::to_string(version) +
+             ") lacks cuTensorMapEncodeTiled, which kernels using TMA tensor maps need",
+         "TMA needs a driver of CUDA 12.0 or later (and a Hopper or newer GPU); update the driver, or "
+         "point TILELANG_CUDA_DRIVER_PATH at a newer libcuda.so.1");
+  }
+  return api.cuTensorMapEncodeTiled;
 }
 
 std::string cuda_error_text(cu::Result result) {

@@ -5,6 +5,7 @@
 // loader's search path (where the driver installs itself).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 // The driver's opaque handle types, under the tags cuda.h gives them, so that handles from
@@ -51,6 +52,39 @@ enum FunctionAttribute : int {
   kFuncMaxDynamicSharedSizeBytes = 8,
 };
 
+// CUtensorMapDataType values used here (TMA moves bytes: signed and 8-bit float types travel
+// as the unsigned type of their width).
+enum TensorMapDataType : int {
+  kTensorMapUInt8 = 0,
+  kTensorMapUInt16 = 1,
+  kTensorMapUInt32 = 2,
+  kTensorMapInt32 = 3,
+  kTensorMapUInt64 = 4,
+  kTensorMapInt64 = 5,
+  kTensorMapFloat16 = 6,
+  kTensorMapFloat32 = 7,
+  kTensorMapFloat64 = 8,
+  kTensorMapBFloat16 = 9,
+};
+// CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion and
+// CUtensorMapFloatOOBfill values used here.
+enum TensorMapInterleave : int { kTensorMapInterleaveNone = 0 };
+enum TensorMapSwizzle : int {
+  kTensorMapSwizzleNone = 0,
+  kTensorMapSwizzle32B = 1,
+  kTensorMapSwizzle64B = 2,
+  kTensorMapSwizzle128B = 3,
+};
+enum TensorMapL2Promotion : int { kTensorMapL2Promotion256B = 3 };
+enum TensorMapFloatOobFill : int { kTensorMapFloatOobFillNone = 0 };  // out-of-bounds reads are zero
+
+// cuTensorMapEncodeTiled; the map is CUtensorMap (128 bytes, 64-byte aligned), the enums are
+// passed as the ints they are.
+using TensorMapEncodeTiledFn = Result (*)(void* tensor_map, int data_type, uint32_t rank, void* global_address,
+                                          const uint64_t* global_dim, const uint64_t* global_strides,
+                                          const uint32_t* box_dim, const uint32_t* element_strides,
+                                          int interleave, int swizzle, int l2_promotion, int oob_fill);
+
 }  // namespace cu
 
 // The driver entry points this project calls, with the signatures of cuda.h. Members that
@@ -82,6 +116,8 @@ struct CudaDriverApi {
   cu::Result (*cuMemFree)(cu::DevicePtr pointer) = nullptr;
   cu::Result (*cuMemcpyHtoD)(cu::DevicePtr dst, const void* src, size_t bytes) = nullptr;
   cu::Result (*cuMemcpyDtoH)(void* dst, cu::DevicePtr src, size_t bytes) = nullptr;
+  // Optional (CUDA 12.0 and later): null when the driver lacks it; see cuda_tensor_map_encoder().
+  cu::TensorMapEncodeTiledFn cuTensorMapEncodeTiled = nullptr;
 };
 
 // True when the driver loads, cuInit succeeds and at least one device exists. Never throws;
@@ -91,6 +127,11 @@ bool cuda_device_available(std::string* reason = nullptr) noexcept;
 // The loaded and initialised driver. Throws CompileError(Unsupported) with the reason when
 // cuda_device_available() is false. Loaded once per process and never unloaded.
 const CudaDriverApi& cuda_driver();
+
+// cuTensorMapEncodeTiled of the loaded driver. A driver without it still loads (it runs every
+// kernel that uses no tensor map); asking for it then throws CompileError(Unsupported) naming
+// the driver, as does the lack of a usable driver.
+cu::TensorMapEncodeTiledFn cuda_tensor_map_encoder();
 
 // "CUDA_ERROR_INVALID_VALUE (invalid argument)"; works without a driver ("CUDA error 1").
 std::string cuda_error_text(cu::Result result);
