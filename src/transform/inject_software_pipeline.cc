@@ -7,6 +7,7 @@
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/op.h"
+#include "op/region.h"
 #include "transform/pass.h"
 
 namespace tl {
@@ -267,7 +268,7 @@ class SoftwarePipeline : public IRMutator {
     Expr i = sub(loop->var, loop->min, sp);
     Expr slot = floormod(i, c(S), sp), round = floordiv(i, c(S), sp);
     auto bar = [&](const Expr& index) { return make_load(bars, {index}, sp); };
-    Expr full = bar(slot), empty = bar(add(slot, c(S), sp));
+    Expr full = bar(slot), empty_bar = bar(add(slot, c(S), sp));
     int64_t bytes = 0;
     std::vector<Stmt> produce;
     for (size_t k = 0; k < stmts.size(); ++k) {
@@ -288,7 +289,7 @@ class SoftwarePipeline : public IRMutator {
     };
     // A slot is refilled once its consumers of the round before have released it.
     Expr empty_parity = floormod(add(round, c(1), sp), c(2), sp);
-    Stmt producer = make_seq({guarded(binary(BinaryOp::GE, i, c(S), sp), call_stmt("mbarrier_wait", {empty, empty_parity}, sp)),
+    Stmt producer = make_seq({guarded(binary(BinaryOp::GE, i, c(S), sp), call_stmt("mbarrier_wait", {empty_bar, empty_parity}, sp)),
                               call_stmt("mbarrier_expect_tx", {full, c(bytes)}, sp), make_seq(produce, sp)},
                              sp);
     std::vector<Stmt> consumers;
@@ -296,7 +297,7 @@ class SoftwarePipeline : public IRMutator {
       if (!is_producer[k] && !is_barrier(stmts[k])) consumers.push_back(stmts[k]);
     Stmt consumer = make_seq({call_stmt("mbarrier_wait", {full, floormod(round, c(2), sp)}, sp),
                               AddStage(staged, slot).mutate(make_seq(consumers, sp)),
-                              call_stmt("mbarrier_arrive", {empty}, sp)},
+                              call_stmt("mbarrier_arrive", {empty_bar}, sp)},
                              sp);
     Stmt body = make_seq({guarded(role(1), producer), guarded(role(0), consumer)}, sp);
     Attrs attrs = {{"software_pipeline", int64_t(1)}, {"ws_pipeline", int64_t(1)}, {"num_stages", S}};

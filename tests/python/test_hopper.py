@@ -83,16 +83,28 @@ SASS_CASES = [
 
 @pytest.mark.parametrize("name, args, mnemonic, per_step", SASS_CASES, ids=[c[0] for c in SASS_CASES])
 def test_wgmma_sass(name, args, mnemonic, per_step):
-    """Each K step issues the expected warpgroup instructions, with operands from shared
-    memory filled by cp.async, and nothing goes to local memory."""
+    """Each K step issues the expected warpgroup instructions on operands that a producer
+    warpgroup loads by TMA (UTMALDG) under mbarriers (SYNCS), with the registers rebalanced
+    between the roles (USETMAXREG), and nothing goes to local memory."""
     sass, usage, report = _sass(matmul(**args))
     assert "wgmma m64n" in report and "[slower path" not in report, report
     # ptxas may unroll the K loop: whole K steps of instructions.
     count = sass.count(mnemonic)
     assert count >= per_step and count % per_step == 0, (count, [l for l in sass.splitlines() if "GMMA" in l][:4])
     assert "HMMA" not in sass and "LDSM" not in sass
-    assert "WARPGROUP.ARRIVE" in sass and "LDGSTS" in sass
+    assert "WARPGROUP.ARRIVE" in sass and "UTMALDG" in sass and "LDGSTS" not in sass
+    assert "SYNCS.PHASECHK" in sass and "USETMAXREG.DEALLOC" in sass and "USETMAXREG.TRY_ALLOC" in sass
+    assert "pipelined by a TMA producer warpgroup" in report and "warp specialised" in report
     assert "LDL" not in sass and "STL" not in sass and "LOCAL:0" in usage, usage
+
+
+@pytest.mark.parametrize("switch", ["tl.disable_tma_lower", "tl.disable_warp_specialized"])
+def test_disable_tma_takes_cp_async_and_says_so(switch):
+    func = matmul(1024, 1024, 1024, 128, 256, 64, in_dtype="bfloat16", num_stages=3, threads=256)
+    sass, usage, report = _sass(func, [switch])
+    assert "HGMMA.64x256x16.F32.BF16" in sass and "LDGSTS" in sass and "UTMALDG" not in sass
+    assert f"copies by cp.async, not TMA [slower path: not TMA: pass config {switch} is set]" in report
+    assert "LOCAL:0" in usage
 
 
 def test_disable_wgmma_takes_mma_sync_and_says_so():
@@ -206,4 +218,5 @@ def test_wgmma_8bit_numerics(target, rng, in_dtype):
     if in_dtype == "int8":
         np.testing.assert_array_equal(c, ref.astype(np.int64))
     else:
-        np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-3)
+        from test_kernels import assert_fp8_wgmma_close
+        assert_fp8_wgmma_close(c, a, b)

@@ -26,6 +26,7 @@ import pytest
 
 import ml_dtypes
 import tilelang
+from tilelang import _C
 import tilelang.language as T
 
 import kernels
@@ -238,8 +239,21 @@ def test_gemm_8bit(target, rng, in_dtype):
     ref = _f64(a) @ _f64(b).T
     if in_dtype == "int8":
         np.testing.assert_array_equal(c, ref.astype(np.int64))
+    elif "wgmma" in kernel.get_lowering_report():
+        assert_fp8_wgmma_close(c, a, b)
     else:
         np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+
+
+def assert_fp8_wgmma_close(c, a, b):
+    """Hopper's tensor cores add float8 products in less than float32 precision (the
+    products are exact; the running sum keeps about 13 bits past the leading one, as
+    documented for DeepGEMM and CUTLASS): each element stays within 2^-10 of the sum of
+    the absolute products, which a wrong product or a lost K step would far exceed."""
+    ref = _f64(a) @ _f64(b).T
+    bound = np.abs(_f64(a)) @ np.abs(_f64(b)).T * 2.0 ** -10 + 1e-6
+    err = np.abs(_f64(c) - ref)
+    assert (err <= bound).all(), f"max error / bound {float((err / bound).max()):.2f}"
 
 
 @pytest.mark.parametrize("num_stages", [1, 2, 3, 4])
@@ -584,7 +598,12 @@ def test_lowering_report(target):
     kernel = _compile(kernels.gemm.matmul(256, 256, 128, 128, 128, 32, in_dtype="float16", num_stages=3), target,
                       out_idx=[2])
     report = kernel.get_lowering_report()
-    if target.startswith("cuda"):
+    if target.startswith("cuda") and _C.cuda_device_arch(0) == "sm_90a":
+        # Hopper: wgmma on tiles a producer warpgroup loads by TMA (the block grows by 128).
+        assert "wgmma m64n128k16" in report and "pipelined by a TMA producer warpgroup" in report
+        assert "main_kernel: 256x1x1 threads" in report and "registers, no spills" in report
+        assert "shared memory 49200 bytes dynamic" in report
+    elif target.startswith("cuda"):
         assert "mma.sync m16n8k16" in report and "pipelined: 2 copies ahead into 3 buffers" in report
         assert "main_kernel: 128x1x1 threads" in report and "registers, no spills" in report
         assert "shared memory 49152 bytes dynamic" in report

@@ -258,6 +258,17 @@ SharedPlan plan_shared(const KernelNode* k) {
   return plan;
 }
 
+// tma_load(global element, shared element, mbarrier element, swizzle bytes, rank,
+//          box..., coords...): the map it needs.
+TensorMapSpec tma_spec_of(const CallNode* call) {
+  TensorMapSpec spec;
+  spec.dtype = call->args.at(0)->dtype;
+  spec.swizzle_bytes = int(*const_int(call->args.at(3)));
+  int64_t rank = *const_int(call->args.at(4));
+  for (int64_t d = 0; d < rank; ++d) spec.box.push_back(*const_int(call->args.at(5 + d)));
+  return spec;
+}
+
 std::vector<CudaKernelParam> kernel_params(const PrimFuncNode& f) {
   std::vector<CudaKernelParam> out;
   std::unordered_set<const VarNode*> scalars;
@@ -275,6 +286,28 @@ std::vector<CudaKernelParam> kernel_params(const PrimFuncNode& f) {
     if (scalars.count(v.get())) continue;
     out.push_back({CudaKernelParam::Kind::ShapeVar, v->name, DataType::Int(64), v, -1});
   }
+  // TMA tensor maps: one per (global buffer, box, swizzle) that a tma_load names, in order
+  // of first use.
+  for_each_expr(f.body, [&](const ExprNode* e) {
+    auto* call = dynamic_cast<const CallNode*>(e);
+    if (!call || call->op != "tma_load") return;
+    auto* g = as<BufferLoadNode>(call->args.at(0));
+    int index = -1;
+    for (size_t i = 0; g && i < f.params.size(); ++i)
+      if (f.params[i].is_buffer() && f.params[i].buffer.get() == g->buffer.get()) index = int(i);
+    if (index < 0) fail(ErrorKind::Internal, call->span, "internal: a TMA copy from a buffer that is not a parameter");
+    TensorMapSpec spec = tma_spec_of(call);
+    for (auto& p : out)
+      if (p.kind == CudaKernelParam::Kind::TensorMap && p.param_index == index && p.tma.box == spec.box &&
+          p.tma.swizzle_bytes == spec.swizzle_bytes)
+        return;
+    int n = 0;
+    for (auto& p : out) n += p.kind == CudaKernelParam::Kind::TensorMap;
+    CudaKernelParam p{CudaKernelParam::Kind::TensorMap, g->buffer->name + "_tmap" + std::to_string(n), spec.dtype,
+                      nullptr, index};
+    p.tma = spec;
+    out.push_back(p);
+  });
   return out;
 }
 
@@ -386,6 +419,7 @@ class CodeGenCUDA : public Emitter {
       if (uses.vars.count((*it)->var.get())) add_vars((*it)->value);
 
     names_ = NameTable(&cuda_reserved_names());
+    tensor_maps_.clear();
     var_names_.clear();
     nonneg_.clear();
     buffers_.clear();
@@ -393,6 +427,12 @@ class CodeGenCUDA : public Emitter {
     std::vector<std::string> decls;
     std::vector<std::tuple<const VarNode*, std::string, std::string>> shape_locals;  // narrowed shape vars
     for (const CudaKernelParam& p : params_) {
+      if (p.kind == CudaKernelParam::Kind::TensorMap) {
+        std::string n = names_.fresh(p.name);
+        tensor_maps_.push_back({&p, n});
+        decls.push_back("const __grid_constant__ tl::TensorMap " + n);
+        continue;
+      }
       if (p.kind == CudaKernelParam::Kind::Buffer) {
         const Buffer& b = func_->params[size_t(p.param_index)].buffer;
         if (!b->is_global())
@@ -432,8 +472,14 @@ class CodeGenCUDA : public Emitter {
         nonneg_.insert(v.get());  // extents are at least 1
       }
     }
-    std::string bounds =
-        opts_.launch_bounds ? "__launch_bounds__(" + std::to_string(k->num_threads()) + ") " : "";
+    // setmaxnreg acts only under a register cap at entry: one block per multiprocessor.
+    bool rebalances = false;
+    for_each_expr(k->body, [&](const ExprNode* e) {
+      if (auto* c = dynamic_cast<const CallNode*>(e)) rebalances = rebalances || c->op == "set_max_nreg";
+    });
+    std::string bounds = opts_.launch_bounds || rebalances
+                             ? "__launch_bounds__(" + std::to_string(k->num_threads()) + (rebalances ? ", 1" : "") + ") "
+                             : "";
     std::string sig = "extern \"C\" __global__ void " + bounds + name + "(";
     for (size_t i = 0; i < decls.size(); ++i) sig += (i ? ", " : "") + decls[i];
     line(sig + ") {");
@@ -637,7 +683,9 @@ class CodeGenCUDA : public Emitter {
   static bool is_statement_call(const std::string& op) {
     return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
            op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "use_swizzle" || op == "wgmma" ||
-           op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async";
+           op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async" ||
+           op == "tma_load" || op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" ||
+           op == "mbarrier_wait" || op == "set_max_nreg" || op == "named_barrier_sync" || op == "ws_role";
   }
 
   Code emit_call(const CallNode* n) override {
@@ -909,6 +957,46 @@ class CodeGenCUDA : public Emitter {
       if (!wait) line("tl::wgmma_fence();");
       return;
     }
+    if (op == "tma_load") {
+      require_arch(90, call->span, "TMA");
+      TensorMapSpec spec = tma_spec_of(call);
+      auto* g = as<BufferLoadNode>(call->args[0]);
+      std::string map;
+      for (auto& [p, name] : tensor_maps_)
+        if (func_->params[size_t(p->param_index)].buffer.get() == g->buffer.get() && p->tma.box == spec.box &&
+            p->tma.swizzle_bytes == spec.swizzle_bytes)
+          map = name;
+      if (map.empty()) fail(ErrorKind::Internal, call->span, "internal: no tensor map parameter for a TMA copy");
+      auto* smem = as<BufferLoadNode>(call->args[1]);
+      auto* bar = as<BufferLoadNode>(call->args[2]);
+      if (!smem || !bar) fail(ErrorKind::Internal, call->span, "internal: tma_load takes shared and mbarrier elements");
+      std::string text = "tl::tma_load(" + map + ", &" + element(smem->buffer, smem->indices, smem->span) + ", &" +
+                         element(bar->buffer, bar->indices, bar->span);
+      size_t rank = spec.box.size();
+      for (size_t d = rank; d-- > 0;) text += ", " + convert(call->args[5 + rank + d], DataType::Int(32)).text;
+      line(text + ");");
+      return;
+    }
+    if (op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" || op == "mbarrier_wait") {
+      require_arch(90, call->span, "mbarrier");
+      auto* bar = as<BufferLoadNode>(call->args.at(0));
+      if (!bar) fail(ErrorKind::Internal, call->span, "internal: " + op + " takes an mbarrier element");
+      std::string text = "tl::" + op + "(&" + element(bar->buffer, bar->indices, bar->span);
+      for (size_t a = 1; a < call->args.size(); ++a) text += ", " + convert(call->args[a], DataType::UInt(32)).text;
+      line(text + ");");
+      return;
+    }
+    if (op == "set_max_nreg") {
+      require_arch(90, call->span, "setmaxnreg");
+      line("tl::set_max_nreg<" + std::to_string(const_arg(call, 0, "registers")) + ", " +
+           (const_arg(call, 1, "increase") ? "true" : "false") + ">();");
+      return;
+    }
+    if (op == "named_barrier_sync") {
+      line("tl::named_barrier_sync(" + std::to_string(const_arg(call, 0, "barrier id")) + ", " +
+           std::to_string(const_arg(call, 1, "thread count")) + ");");
+      return;
+    }
     if (op == "wgmma_commit") {
       require_arch(90, call->span, "wgmma");
       line("tl::wgmma_commit();");
@@ -1080,6 +1168,7 @@ class CodeGenCUDA : public Emitter {
   }
 
   PrimFunc func_;
+  std::vector<std::pair<const CudaKernelParam*, std::string>> tensor_maps_;  // this kernel's, with their names
   CudaCodegenOptions opts_;
   std::vector<CudaKernelParam> params_;
   std::unordered_map<const void*, BufferInfo> buffers_;

@@ -28,13 +28,14 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       {"insert_barriers", insert_barriers},
       // Layouts, then each thread's share of every tile operator and T.Parallel loop.
       {"lower_to_threads", [&](const PrimFunc& g) { return lower_to_threads(g, target); }},
-      // A TMA pipeline's producer gets a warpgroup of its own.
-      {"warp_specialize", warp_specialize},
-      // wgmma reads shared memory through the async proxy: writers fence before barriers.
-      {"fence_async_proxy", fence_async_proxy},
       {"simplify", simplify},
       // No per-thread register array is read or written past its end.
       {"check_register_bounds", check_register_bounds},
+      // A TMA pipeline's producer gets a warpgroup of its own (the block grows by 128
+      // threads; the code above was made and checked for the consumers' thread range).
+      {"warp_specialize", warp_specialize},
+      // wgmma reads shared memory through the async proxy: writers fence before barriers.
+      {"fence_async_proxy", fence_async_proxy},
   };
   return run_passes(f, passes);
 }
