@@ -24,7 +24,6 @@ CONFIGS_16BIT = [
     (128, 256, 64, 3, 256),
     (128, 256, 64, 4, 256),
     (256, 128, 64, 3, 256),
-    (128, 128, 64, 4, 128),
 ]
 CONFIGS_8BIT = [
     (128, 256, 128, 3, 256),
@@ -113,6 +112,10 @@ def sweep(label, dtype, shapes, configs, refs, b_transposed=False):
                 continue
             emit(label=label, dtype=dtype, shape=shape, cfg=list(cfg), tflops=flops / ms / 1e9, err=err,
                  compile_s=compile_s)
+            dump = os.environ.get("GEMM_SWEEP_DUMP")
+            if dump and not os.path.exists(f"{dump}.{label}.{dtype}.cu"):  # one kernel's source, to read
+                with open(f"{dump}.{label}.{dtype}.cu", "w") as f:
+                    f.write(kern.get_kernel_source())
         if refs:
             if dtype == "float8_e4m3":
                 one = torch.ones((), device="cuda")

@@ -30,14 +30,15 @@ cp build/gpu/_C*.so python/tilelang/
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
 ONLY=${1:-all}
 if [ "$ONLY" = hopper ]; then
-  echo "== Python GEMM suites on cuda"
-  TILELANG_TEST_TARGETS=cuda timeout ${HOPPER_TEST_TIMEOUT:-900} $PY -m pytest -q -p no:cacheprovider tests/python/test_hopper.py \
+  [ -n "${SWEEP_ONLY:-}" ] || echo "== Python GEMM suites on cuda"
+  [ -n "${SWEEP_ONLY:-}" ] || TILELANG_TEST_TARGETS=cuda timeout ${HOPPER_TEST_TIMEOUT:-900} $PY -m pytest -q -p no:cacheprovider tests/python/test_hopper.py \
     tests/python/test_kernels.py > "$LOGS/pytest_hopper.log" 2>&1; tail -3 "$LOGS/pytest_hopper.log"
   grep -E "^(FAILED|ERROR)" "$LOGS/pytest_hopper.log" | head -30
   echo "== GEMM sweep: ours"
-  $PY benchmarks/gemm_sweep.py --label ours --refs ${2:-} > "$LOGS/sweep_ours.jsonl" 2> "$LOGS/sweep_ours.err"
+  export GEMM_SWEEP_DUMP=$LOGS/kernel
+  [ "${SWEEP_ONLY:-}" = upstream ] || $PY benchmarks/gemm_sweep.py --label ours --refs ${2:-} > "$LOGS/sweep_ours.jsonl" 2> "$LOGS/sweep_ours.err"
   tail -2 "$LOGS/sweep_ours.err"
-  if [ -f .ref/tl_site.tar.xz ]; then
+  if [ -f .ref/tl_site.tar.xz ] && [ "${SWEEP_ONLY:-}" != ours ]; then
     echo "== GEMM sweep: upstream TileLang (same DSL source, same configurations)"
     mkdir -p /tmp/tlref && tar -C /tmp/tlref -xJf .ref/tl_site.tar.xz
     (cd /tmp && PYTHONPATH=/tmp/tlref $PY "$OLDPWD/benchmarks/gemm_sweep.py" --label upstream ${2:-}) \

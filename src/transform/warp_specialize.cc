@@ -47,6 +47,49 @@ Stmt loop_with_body(const ForNode* loop, Stmt body) {
                                    loop->span);
 }
 
+const CallNode* call_of(const Stmt& s) {
+  auto* ev = as<EvaluateNode>(s);
+  return ev ? as<CallNode>(ev->value) : nullptr;
+}
+
+// A consumer loop that only runs wgmma on its stage (no store, nothing after the wait but
+// the release) keeps one group of instructions in flight across iterations: it waits until
+// at most one group is pending, so the group of the iteration before has finished reading
+// its stage, and releases that stage. The last group is waited for after the loop.
+// Returns the loop and what follows it, or nothing when the body is not of that form.
+std::pair<Stmt, Stmt> overlap_wgmma(const ForNode* loop, const Stmt& body, int64_t stages) {
+  auto* seq = as<SeqStmtNode>(body);
+  if (!seq || seq->seq.size() < 3) return {};
+  const CallNode* wait = call_of(seq->seq[seq->seq.size() - 2]);
+  const CallNode* release = call_of(seq->seq.back());
+  if (!wait || wait->op != "wgmma_wait" || *const_int(wait->args[0]) != 0 || !release ||
+      release->op != "mbarrier_arrive")
+    return {};
+  bool plain = true;
+  struct Stores : IRVisitor {
+    bool* plain;
+    using IRVisitor::visit;
+    void visit_store(const BufferStoreNode*) override { *plain = false; }
+  } stores;
+  stores.plain = &plain;
+  stores.visit(body);
+  if (!plain) return {};
+  Span sp = loop->span;
+  Expr i = sub(loop->var, loop->min, sp);
+  auto* bar = as<BufferLoadNode>(release->args[0]);
+  // The stage of iteration i - 1: (i - 1) % S, plus the S offset of the empty barriers.
+  Expr previous = add(floormod(add(i, c(stages - 1), sp), c(stages), sp), c(stages), sp);
+  Stmt release_previous = std::make_shared<IfThenElseNode>(
+      binary(BinaryOp::GT, i, c(0), sp),
+      call_stmt("mbarrier_arrive", {std::make_shared<BufferLoadNode>(bar->dtype, bar->buffer, std::vector<Expr>{previous}, sp)}, sp),
+      nullptr, sp);
+  std::vector<Stmt> out(seq->seq.begin(), seq->seq.end() - 2);
+  out.push_back(call_stmt("wgmma_wait", {c(1), wait->args[1], wait->args[2]}, sp));
+  out.push_back(release_previous);
+  Stmt drain = call_stmt("wgmma_wait", {c(0), wait->args[1], wait->args[2]}, sp);
+  return {loop_with_body(loop, make_seq(out, sp)), drain};
+}
+
 // Block-wide barriers of the consumers' code: only the consumers take part now.
 class NamedBarriers : public IRMutator {
  public:
@@ -136,7 +179,15 @@ class Specialize : public IRMutator {
     NamedBarriers named(threads_);
     std::vector<Stmt> consumer = {call_stmt("set_max_nreg", {c(consumer_regs_), c(1)}, sp)};
     for (auto& st : before) consumer.push_back(named.mutate(st));
-    consumer.push_back(named.mutate(loop_with_body(loop, role_body(loop, 0))));
+    Stmt consumer_body = role_body(loop, 0);
+    int64_t stages = std::get<int64_t>(loop->attrs.at("num_stages"));
+    auto [overlapped, drain] = overlap_wgmma(loop, consumer_body, stages);
+    if (overlapped) {
+      consumer.push_back(named.mutate(overlapped));
+      consumer.push_back(drain);
+    } else {
+      consumer.push_back(named.mutate(loop_with_body(loop, consumer_body)));
+    }
     for (auto& st : after) consumer.push_back(named.mutate(st));
     Stmt leader = std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, tx_, c(threads_), sp),
                                                    loop_with_body(loop, role_body(loop, 1)), nullptr, sp);

@@ -111,8 +111,14 @@ class _TensorMapParam:
             step *= extent
         return shape, tuple(reversed(strides))
 
+    _EMPTY = bytes(128)
+
     def encode(self, address, shape_values) -> bytes:
         shape, strides = self._static or self._layout(shape_values)
+        if 0 in shape:
+            # An empty tensor has no box inside it: the pipeline that would read it runs no
+            # iteration (its trip count or grid comes from that extent), so no map is read.
+            return self._EMPTY
         key = (self.position, address, shape, strides)
         found = self._cache.get(key)
         if found is None:
