@@ -107,6 +107,18 @@ def test_disable_tma_takes_cp_async_and_says_so(switch):
     assert "LOCAL:0" in usage
 
 
+def test_barrier_protocol_is_checked_for_run_time_trip_counts():
+    """The warp-specialised pipeline's mbarrier protocol is proven free of hangs for trip
+    counts around the stage count when K is a run-time value, and for the one trip count
+    when it is a constant."""
+    import tilelang.language as T
+    report = _C.lower(matmul(256, 256, T.dynamic("k"), 128, 128, 64, in_dtype="float16", num_stages=3).handle,
+                      SM90).lowering_report()
+    assert "barrier protocol checked (no hang, alternating parities) for trip counts 0, 1, 2, 3, 4, 6, 7, 11" in report
+    fixed = _C.lower(matmul(256, 256, 640, 128, 128, 64, in_dtype="float16", num_stages=4).handle, SM90)
+    assert "for trip counts 10\n" in fixed.lowering_report()
+
+
 def test_disable_wgmma_takes_mma_sync_and_says_so():
     func = matmul(512, 512, 512, 128, 128, 32, in_dtype="bfloat16", num_stages=3)
     sass, _, report = _sass(func, ["tl.disable_wgmma"])

@@ -2,6 +2,7 @@
 // See docs/gpu_lowering.md for the plan; passes still to come are listed there.
 #include "transform/pipeline/cuda.h"
 
+#include "transform/check_barrier_protocol.h"
 #include "transform/check_register_bounds.h"
 #include "transform/check_tile_ops.h"
 #include "transform/inject_software_pipeline.h"
@@ -34,6 +35,8 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       // A TMA pipeline's producer gets a warpgroup of its own (the block grows by 128
       // threads; the code above was made and checked for the consumers' thread range).
       {"warp_specialize", warp_specialize},
+      // Every mbarrier wait of the pipeline has its arrivals, for any trip count.
+      {"check_barrier_protocol", check_barrier_protocol},
       // wgmma reads shared memory through the async proxy: writers fence before barriers.
       {"fence_async_proxy", fence_async_proxy},
   };

@@ -1,0 +1,213 @@
+#include "transform/check_barrier_protocol.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "arith/analyzer.h"
+#include "ir/error.h"
+#include "ir/functor.h"
+#include "layout/layout.h"
+#include "transform/pass.h"
+
+namespace tl {
+namespace {
+
+// One mbarrier operation of a loop body, with the conditions around it.
+struct BarrierOp {
+  std::string op;  // mbarrier_wait, mbarrier_arrive, mbarrier_expect_tx
+  std::vector<Expr> conds;
+  Expr index, parity;
+  Span span;
+};
+
+struct Role {
+  const ForNode* loop = nullptr;
+  std::vector<BarrierOp> ops;
+  int64_t threads = 1;  // threads that run each operation
+};
+
+void collect(const Stmt& s, std::vector<Expr>& conds, std::vector<BarrierOp>& out) {
+  if (!s) return;
+  if (auto* seq = as<SeqStmtNode>(s)) {
+    for (auto& x : seq->seq) collect(x, conds, out);
+  } else if (auto* i = as<IfThenElseNode>(s)) {
+    conds.push_back(i->cond);
+    collect(i->then_case, conds, out);
+    conds.pop_back();
+  } else if (auto* a = as<AllocateNode>(s)) {
+    collect(a->body, conds, out);
+  } else if (auto* l = as<LetStmtNode>(s)) {
+    collect(l->body, conds, out);
+  } else if (auto* f = as<ForNode>(s)) {
+    collect(f->body, conds, out);  // unrolled work inside an iteration holds no barrier ops
+  } else if (auto* ev = as<EvaluateNode>(s)) {
+    auto* c = as<CallNode>(ev->value);
+    if (!c || c->op.rfind("mbarrier_", 0) != 0 || c->op == "mbarrier_init") return;
+    auto* bar = as<BufferLoadNode>(c->args.at(0));
+    out.push_back({c->op, conds, bar->indices.at(0), c->op == "mbarrier_wait" ? c->args.at(1) : Expr(), ev->span});
+  }
+}
+
+class Checker : public IRVisitor {
+ public:
+  std::vector<std::string> report;
+  using IRVisitor::visit;
+
+ protected:
+  void visit_kernel(const KernelNode* k) override {
+    roles_.clear();
+    counts_.clear();
+    for (size_t d = 0; d < k->block_vars.size(); ++d)
+      if (const int64_t* g = const_int(k->grid[d])) analyzer_.bind(k->block_vars[d].get(), 0, *g);
+    IRVisitor::visit_kernel(k);
+    if (roles_.empty()) return;
+    if (roles_.size() != 2)
+      fail(ErrorKind::Internal, k->span, "internal: a warp-specialised kernel needs one producer and one consumer loop");
+    std::vector<int64_t> trips;
+    int64_t stages = std::get<int64_t>(roles_[0].loop->attrs.at("num_stages"));
+    // A constant trip count is the only one (the code may have been simplified for it);
+    // a run-time one is tried around the stage count.
+    int64_t extent = -1;
+    try {
+      extent = evaluate_index(roles_[0].loop->extent, {});
+    } catch (const CompileError&) {  // a run-time trip count
+    }
+    if (extent >= 0) {
+      trips.push_back(extent);
+    } else {
+      // Up to the extent's bound: the code may have been simplified for it.
+      int64_t most = analyzer_.const_int_bound(roles_[0].loop->extent).max;
+      for (int64_t n : {int64_t(0), int64_t(1), int64_t(2), stages - 1, stages, stages + 1, 2 * stages,
+                        2 * stages + 1, 3 * stages + 2})
+        if (n >= 0 && n <= most && std::find(trips.begin(), trips.end(), n) == trips.end()) trips.push_back(n);
+    }
+    for (int64_t n : trips) simulate(n, k->span);
+    std::string list;
+    for (int64_t n : trips) list += (list.empty() ? "" : ", ") + std::to_string(n);
+    report.push_back(k->span.str() + ": barrier protocol checked (no hang, alternating parities) for trip counts " + list);
+  }
+
+  void visit_if(const IfThenElseNode* n) override {
+    // The role of the threads a branch runs: tx == T is the producer's one thread.
+    int64_t saved = threads_;
+    if (auto* b = as<BinaryNode>(n->cond); b && b->op == BinaryOp::EQ) threads_ = 1;
+    if (auto* b = as<BinaryNode>(n->cond); b && b->op == BinaryOp::LT)
+      if (const int64_t* t = const_int(b->b)) threads_ = *t;
+    visit(n->then_case);
+    if (n->else_case) {
+      threads_ = saved;
+      visit(n->else_case);
+    }
+    threads_ = saved;
+  }
+
+  void visit_let(const LetStmtNode* n) override {
+    if (n->var->dtype.is_integer()) analyzer_.bind(n->var.get(), analyzer_.const_int_bound(n->value));
+    IRVisitor::visit_let(n);
+  }
+
+  void visit_for(const ForNode* n) override {
+    if (!n->attrs.count("ws_pipeline")) return IRVisitor::visit_for(n);
+    Role r;
+    r.loop = n;
+    r.threads = threads_;
+    std::vector<Expr> conds;
+    collect(n->body, conds, r.ops);
+    roles_.push_back(r);
+  }
+
+  void visit_evaluate(const EvaluateNode* n) override {
+    auto* c = as<CallNode>(n->value);
+    if (c && c->op == "mbarrier_init") {
+      auto* bar = as<BufferLoadNode>(c->args.at(0));
+      counts_[evaluate_index(bar->indices.at(0), {})] = evaluate_index(c->args.at(1), {});
+    }
+  }
+
+ private:
+  struct Barrier {
+    int64_t pending = 0, completed = 0;
+  };
+
+  void simulate(int64_t n, Span span) {
+    std::map<int64_t, Barrier> bars;
+    for (auto& [index, count] : counts_) bars[index].pending = count;
+    // Each role's operations for iterations 0..n-1, conditions applied.
+    struct Event {
+      const BarrierOp* op;
+      int64_t bar, parity;
+    };
+    std::vector<std::vector<Event>> programs(roles_.size());
+    for (size_t r = 0; r < roles_.size(); ++r)
+      for (int64_t i = 0; i < n; ++i) {
+        IndexEnv env{{roles_[r].loop->var.get(), i + evaluate_index(roles_[r].loop->min, {})}};
+        for (auto& op : roles_[r].ops) {
+          bool on = true;
+          for (auto& c : op.conds) on = on && evaluate_index(c, env) != 0;
+          if (on) programs[r].push_back({&op, evaluate_index(op.index, env), op.parity ? evaluate_index(op.parity, env) : 0});
+        }
+      }
+    std::vector<size_t> pc(roles_.size(), 0);
+    std::vector<std::map<int64_t, int64_t>> waits(roles_.size());  // waits done per barrier
+    auto where = [&](const Event& e) {
+      return "trip count " + std::to_string(n) + ", " + e.op->op + " on barrier " + std::to_string(e.bar);
+    };
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (size_t r = 0; r < roles_.size(); ++r) {
+        while (pc[r] < programs[r].size()) {
+          const Event& e = programs[r][pc[r]];
+          auto it = counts_.find(e.bar);
+          if (it == counts_.end())
+            fail(ErrorKind::Internal, e.op->span, "internal: barrier protocol: " + where(e) + " is never initialised");
+          Barrier& b = bars[e.bar];
+          if (e.op->op == "mbarrier_wait") {
+            int64_t k = waits[r][e.bar];
+            if ((k & 1) != e.parity)
+              fail(ErrorKind::Internal, e.op->span, "internal: barrier protocol: " + where(e) + " waits for parity " +
+                                                        std::to_string(e.parity) + " where phase " + std::to_string(k) + " is next");
+            if (b.completed <= k) break;  // blocked
+            if (b.completed > k + 1)
+              fail(ErrorKind::Internal, e.op->span, "internal: barrier protocol: " + where(e) +
+                                                        ": the barrier ran two phases ahead of its waiter");
+            waits[r][e.bar] = k + 1;
+          } else {
+            b.pending -= roles_[r].threads;
+            if (b.pending < 0)
+              fail(ErrorKind::Internal, e.op->span, "internal: barrier protocol: " + where(e) + ": more arrivals than the phase takes");
+            if (b.pending == 0) {
+              ++b.completed;
+              b.pending = it->second;
+            }
+          }
+          ++pc[r];
+          moved = true;
+        }
+      }
+    }
+    for (size_t r = 0; r < roles_.size(); ++r)
+      if (pc[r] < programs[r].size())
+        fail(ErrorKind::Internal, span, "internal: barrier protocol: the pipeline would hang: " + where(programs[r][pc[r]]) +
+                                            " is never satisfied");
+    for (auto& [index, b] : bars)
+      if (b.pending != counts_[index])
+        fail(ErrorKind::Internal, span, "internal: barrier protocol: trip count " + std::to_string(n) + ": barrier " +
+                                            std::to_string(index) + " is left with a partial phase");
+  }
+
+  std::vector<Role> roles_;
+  std::map<int64_t, int64_t> counts_;
+  arith::Analyzer analyzer_;
+  int64_t threads_ = 1;
+};
+
+}  // namespace
+
+PrimFunc check_barrier_protocol(const PrimFunc& f) {
+  Checker c;
+  c.visit(f->body);
+  return with_report(f, c.report);
+}
+
+}  // namespace tl
