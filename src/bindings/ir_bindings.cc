@@ -10,6 +10,7 @@
 #include "ir/op.h"
 #include "ir/printer.h"
 #include "ir/structural.h"
+#include "op/region.h"
 
 namespace tl::py {
 
@@ -233,6 +234,16 @@ void bind_ir(nb::module_& m) {
     std::vector<PyExpr> idx;
     for (auto& i : l->indices) idx.push_back({i});
     return nb::make_tuple(PyBuffer{l->buffer}, idx);
+  });
+  // The (min, extent) pairs of the region `A[i, j]` stands for next to a tile of the given
+  // extents (op/region.h says how).
+  m.def("region_at_point", [](const PyExpr& e, nb::handle tile, const std::string& what) {
+    auto* l = as<BufferLoadNode>(e.e);
+    if (!l) fail(ErrorKind::Type, current_span(), what + ": expected a buffer element");
+    BufferRegion r = region_at_point(l->buffer, l->indices, to_exprs(tile), what, current_span());
+    nb::list out;
+    for (auto& rg : r.ranges) out.append(nb::make_tuple(PyExpr{rg.min}, PyExpr{rg.extent}));
+    return out;
   });
 
 

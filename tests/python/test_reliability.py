@@ -1,0 +1,155 @@
+"""Programs and calls that used to give wrong answers, crash or be accepted silently.
+
+Wrong-answer cases are compared with numpy on random inputs (sizes with tails) on every
+target of the suite's fixture; rejected input is checked for its exception type, the
+message's fragment and, for compile errors, the file:line of the offending statement
+(found through the marker comment ``<<err:NAME>>`` on it).
+"""
+import os
+import re
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import _C
+from tilelang.errors import TileLangShapeError, TileLangSyntaxError, TileLangTypeError, TileLangUnsupportedError
+
+F32 = "float32"
+CUDA = "cuda -arch=sm_90a"
+
+with open(os.path.abspath(__file__), encoding="utf-8") as _f:
+    _SOURCE_LINES = _f.read().splitlines()
+
+
+def marker_line(name):
+    token = "<<err:" + name + ">>"
+    hits = [n for n, text in enumerate(_SOURCE_LINES, start=1) if token in text]
+    assert len(hits) == 1, f"marker {token} must appear exactly once"
+    return hits[0]
+
+
+def check_located(err, marker, *pieces):
+    """err's message starts with this file's name and the marker's line and contains each piece."""
+    msg = err.args[0] if err.args and isinstance(err.args[0], str) else str(err)
+    m = re.match(r"(.+?):(\d+):", msg)
+    assert m, f"message does not start with '<file>:<line>:': {msg!r}"
+    assert os.path.basename(m.group(1)) == os.path.basename(__file__), msg
+    assert int(m.group(2)) == marker_line(marker), msg
+    for p in pieces:
+        assert p.lower() in msg.lower(), f"{p!r} not in {msg!r}"
+
+
+def _nvrtc_reason():
+    try:
+        _C.nvrtc_id()
+        return None
+    except Exception as e:  # the library is missing or unusable
+        return str(e).splitlines()[0]
+
+
+# ---------------------------------------------------------------- 1. copy regions at a point
+
+def run_into_nan(k, *inputs):
+    """k(*inputs, out) with out filled with NaN first, so that an element the kernel does
+    not write cannot match by chance (np.empty may hand back a previous result's memory)."""
+    out = np.full_like(inputs[0], np.nan)
+    k(*inputs, out)
+    return out
+
+
+def copy_tile_2d(M, N, tm, tn, scope):
+    """Out = A, through tiles of shape (tm, tn) placed by T.copy(A[i, j], tile)."""
+    alloc = T.alloc_shared if scope == "shared" else T.alloc_fragment
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), F32), Out: T.Tensor((M, N), F32)):
+        with T.Kernel(T.ceildiv(N, tn), T.ceildiv(M, tm), threads=32) as (bx, by):
+            t = alloc((tm, tn), F32)
+            T.copy(A[by * tm, bx * tn], t)
+            T.copy(t, Out[by * tm, bx * tn])
+
+    return main
+
+
+def copy_tile_3d(B, M, N, tb, tm, tn):
+    @T.prim_func
+    def main(A: T.Tensor((B, M, N), F32), Out: T.Tensor((B, M, N), F32)):
+        with T.Kernel(T.ceildiv(N, tn), T.ceildiv(M, tm), T.ceildiv(B, tb), threads=32) as (bx, by, bz):
+            t = T.alloc_shared((tb, tm, tn), F32)
+            T.copy(A[bz * tb, by * tm, bx * tn], t)
+            T.copy(t, Out[bz * tb, by * tm, bx * tn])
+
+    return main
+
+
+def copy_tile_into_4d(H, B, M, N):
+    """A (4, 1, 8) tile at a point of a 4-D tensor: the region pads a leading 1."""
+    @T.prim_func
+    def main(A: T.Tensor((H, B, M, N), F32), Out: T.Tensor((H, B, M, N), F32)):
+        with T.Kernel(T.ceildiv(N, 8), M, T.ceildiv(B, 4) * H, threads=32) as (bx, by, bz):
+            h = bz // T.ceildiv(B, 4)
+            b = bz % T.ceildiv(B, 4)
+            t = T.alloc_shared((4, 1, 8), F32)
+            T.copy(A[h, b * 4, by, bx * 8], t)
+            T.copy(t, Out[h, b * 4, by, bx * 8])
+
+    return main
+
+
+def column_scale(M, N):
+    """A column computed in a (8, 1) fragment and stored through a slice region and a point."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), F32), Out: T.Tensor((M, N), F32)):
+        with T.Kernel(N, T.ceildiv(M, 8), threads=32) as (bx, by):
+            s = T.alloc_shared((8, 4), F32)
+            f = T.alloc_fragment((8, 1), F32)
+            T.clear(s)
+            T.copy(A[by * 8, bx], s[0:8, 2])
+            for i, j in T.Parallel(8, 1):
+                f[i, j] = s[i, 2] * 3.0
+            T.copy(f, Out[by * 8, bx])
+
+    return main
+
+
+@pytest.mark.parametrize("scope", ["shared", "fragment"])
+@pytest.mark.parametrize("tm,tn", [(8, 1), (1, 8), (4, 1), (16, 1)])
+def test_copy_at_a_point_takes_the_tile_extents_in_order(target, rng, scope, tm, tn):
+    M, N = 37, 21
+    k = tilelang.compile(copy_tile_2d(M, N, tm, tn, scope), target=target)
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    np.testing.assert_array_equal(run_into_nan(k, a), a)
+
+
+@pytest.mark.parametrize("tb,tm,tn", [(4, 1, 8), (1, 8, 1), (2, 1, 1), (4, 8, 1)])
+def test_copy_at_a_point_of_a_3d_tensor(target, rng, tb, tm, tn):
+    B, M, N = 9, 11, 19
+    k = tilelang.compile(copy_tile_3d(B, M, N, tb, tm, tn), target=target)
+    a = rng.standard_normal((B, M, N)).astype(np.float32)
+    np.testing.assert_array_equal(run_into_nan(k, a), a)
+
+
+def test_copy_of_a_lower_rank_tile_pads_leading_unit_extents(target, rng):
+    H, B, M, N = 2, 6, 3, 13
+    k = tilelang.compile(copy_tile_into_4d(H, B, M, N), target=target)
+    a = rng.standard_normal((H, B, M, N)).astype(np.float32)
+    np.testing.assert_array_equal(run_into_nan(k, a), a)
+
+
+def test_copy_of_a_column_through_slices_and_fragments(target, rng):
+    M, N = 29, 5
+    k = tilelang.compile(column_scale(M, N), target=target)
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    np.testing.assert_allclose(run_into_nan(k, a), a * 3.0, rtol=1e-6)
+
+
+def test_copy_region_rank_that_cannot_fit_is_a_shape_error():
+    with pytest.raises(TileLangShapeError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((64,), F32)):
+            with T.Kernel(1, threads=32):
+                t = T.alloc_shared((4, 16), F32)
+                T.copy(A[0], t)  # <<err:copy_rank>>
+    check_located(e.value, "copy_rank", "starts a region of rank 1", "4 x 16")
