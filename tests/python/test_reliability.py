@@ -153,3 +153,60 @@ def test_copy_region_rank_that_cannot_fit_is_a_shape_error():
                 t = T.alloc_shared((4, 16), F32)
                 T.copy(A[0], t)  # <<err:copy_rank>>
     check_located(e.value, "copy_rank", "starts a region of rank 1", "4 x 16")
+
+
+# ---------------------------------------------------------------- 2. return in a kernel
+
+def test_return_inside_a_kernel_is_a_syntax_error():
+    with pytest.raises(TileLangSyntaxError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((128,), F32), B: T.Tensor((128,), F32)):
+            with T.Kernel(1, threads=128):
+                for i in T.Parallel(128):
+                    B[i] = A[i]
+                return  # <<err:return_kernel>>
+    check_located(e.value, "return_kernel", "'return' inside a kernel body")
+
+
+def test_return_inside_a_branch_on_a_tensor_value_is_a_syntax_error():
+    with pytest.raises(TileLangSyntaxError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((128,), F32), B: T.Tensor((128,), F32)):
+            with T.Kernel(1, threads=128):
+                if A[0] > 0:
+                    return  # <<err:return_branch>>
+                for i in T.Parallel(128):
+                    B[i] = A[i]
+    check_located(e.value, "return_branch", "'return' inside a kernel body")
+
+
+def test_return_inside_a_macro_branch_is_a_syntax_error():
+    @T.macro
+    def guarded_copy(A, B):
+        if A[0] > 0:
+            return  # <<err:return_macro>>
+        for i in T.Parallel(128):
+            B[i] = A[i]
+
+    with pytest.raises(TileLangSyntaxError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((128,), F32), B: T.Tensor((128,), F32)):
+            with T.Kernel(1, threads=128):
+                guarded_copy(A, B)
+    check_located(e.value, "return_macro", "'return' inside a kernel body")
+
+
+def test_a_macro_still_returns_a_value(target):
+    @T.macro
+    def doubled(x):
+        return x * 2.0
+
+    @T.prim_func
+    def main(A: T.Tensor((128,), F32), B: T.Tensor((128,), F32)):
+        with T.Kernel(1, threads=128):
+            for i in T.Parallel(128):
+                B[i] = doubled(A[i])
+
+    k = tilelang.compile(main, out_idx=[1], target=target)
+    a = np.arange(128, dtype=np.float32)
+    np.testing.assert_array_equal(k(a), 2 * a)

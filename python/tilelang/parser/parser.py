@@ -258,6 +258,12 @@ class Parser:
             obj[key] = value  # a Python container
 
     def stmt_Return(self, node):
+        # Inside kernel code (a T.Kernel block, a kernel loop or branch) a return would end
+        # the parse and drop the statements around it: the kernel has no early exit.
+        if any(s.ir for s in self.scopes):
+            raise self.error(TileLangSyntaxError, "'return' inside a kernel body", node,
+                             "a kernel runs to its end: put the remaining work under an `if` instead of "
+                             "returning early")
         raise _Return(None if node.value is None else self.ev(node.value))
 
     def stmt_Break(self, node):
