@@ -210,3 +210,45 @@ def test_a_macro_still_returns_a_value(target):
     k = tilelang.compile(main, out_idx=[1], target=target)
     a = np.arange(128, dtype=np.float32)
     np.testing.assert_array_equal(k(a), 2 * a)
+
+
+# ---------------------------------------------------------------- 3. launch shapes and extents
+
+def launch(threads, extent):
+    @T.prim_func
+    def main(A: T.Tensor((128,), F32), B: T.Tensor((128,), F32)):
+        with T.Kernel(1, threads=threads):  # <<err:launch_kernel>>
+            for i in T.Parallel(extent):  # <<err:launch_parallel>>
+                B[i] = A[i]
+
+    return main
+
+
+@pytest.mark.parametrize("threads", [0, -32, [32, 0]])
+def test_threads_below_one_is_a_shape_error(target, threads):
+    func = launch(threads, 128)
+    with pytest.raises(TileLangShapeError) as e:
+        tilelang.compile(func, target=target)
+    check_located(e.value, "launch_kernel", "threads", "at least one thread")
+    with pytest.raises(TileLangShapeError, match="at least one thread"):
+        tilelang.lower(func, target=CUDA)
+
+
+@pytest.mark.parametrize("extent", [0, -4])
+def test_parallel_extent_below_one_is_a_shape_error(target, extent):
+    func = launch(128, extent)
+    with pytest.raises(TileLangShapeError) as e:
+        tilelang.compile(func, target=target)
+    check_located(e.value, "launch_parallel", f"T.Parallel extent of 'i' is {extent}")
+    with pytest.raises(TileLangShapeError, match="T.Parallel extent"):
+        tilelang.lower(func, target=CUDA)
+
+
+@pytest.mark.parametrize("threads,what", [(128.5, "128.5 (float)"), ("n", "a kernel value"), (True, "True")])
+def test_threads_that_are_not_ints_are_a_type_error(threads, what):
+    with pytest.raises(TileLangTypeError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((128,), F32), n: T.int32):
+            with T.Kernel(1, threads=n if threads == "n" else threads):  # <<err:threads_type>>
+                A[0] = 1.0
+    check_located(e.value, "threads_type", "threads must be Python ints", what)
