@@ -252,3 +252,86 @@ def test_threads_that_are_not_ints_are_a_type_error(threads, what):
             with T.Kernel(1, threads=n if threads == "n" else threads):  # <<err:threads_type>>
                 A[0] = 1.0
     check_located(e.value, "threads_type", "threads must be Python ints", what)
+
+
+# ---------------------------------------------------------------- 5. NaN through max and min
+
+def nan_kernel(M, N, dtype=F32):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), Mx: T.Tensor((M,), dtype),
+             Mn: T.Tensor((M,), dtype), E: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, 16), threads=64) as bx:
+            a = T.alloc_fragment((16, N), dtype)
+            mx = T.alloc_fragment((16,), dtype)
+            mn = T.alloc_fragment((16,), dtype)
+            T.copy(A[bx * 16, 0], a)
+            T.reduce_max(a, mx, dim=1)
+            T.reduce_min(a, mn, dim=1)
+            T.copy(mx, Mx[bx * 16])
+            T.copy(mn, Mn[bx * 16])
+            for i, j in T.Parallel(16, N):
+                E[bx * 16 + i, j] = T.max(A[bx * 16 + i, j], B[bx * 16 + i, j]) + \
+                    T.min(B[bx * 16 + i, j], A[bx * 16 + i, j]) * 2.0
+
+    return main
+
+
+def nan_whole_tile(N):
+    @T.prim_func
+    def main(A: T.Tensor((N,), F32), Out: T.Tensor((2,), F32)):
+        with T.Kernel(1, threads=64):
+            a = T.alloc_fragment((N,), F32)
+            r = T.alloc_fragment((1,), F32)
+            T.copy(A, a)
+            T.reduce_max(a, r, dim=0)
+            T.copy(r, Out[0:1])
+            T.reduce_min(a, r, dim=0)
+            T.copy(r, Out[1:2])
+
+    return main
+
+
+def _with_nans(rng, shape, p):
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[rng.random(shape) < p] = np.nan
+    return x
+
+
+def test_nan_propagates_through_max_and_min(target, rng):
+    M, N = 40, 24
+    k = tilelang.compile(nan_kernel(M, N), out_idx=[2, 3, 4], target=target)
+    a, b = _with_nans(rng, (M, N), 0.03), _with_nans(rng, (M, N), 0.03)
+    a[5, :] = np.nan  # a row of NaN only
+    mx, mn, e = k(a, b)
+    assert np.isnan(mx).any() and not np.isnan(mx).all()
+    np.testing.assert_array_equal(mx, a.max(axis=1))
+    np.testing.assert_array_equal(mn, a.min(axis=1))
+    np.testing.assert_allclose(e, np.maximum(a, b) + np.minimum(b, a) * 2.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("nan_at", [None, 0, 17, 99])
+def test_nan_propagates_through_a_whole_tile_reduction(target, nan_at):
+    a = np.random.default_rng(1).standard_normal(100).astype(np.float32)
+    if nan_at is not None:
+        a[nan_at] = np.nan
+    k = tilelang.compile(nan_whole_tile(100), out_idx=[1], target=target)
+    np.testing.assert_array_equal(k(a), [a.max(), a.min()])
+
+
+def test_nan_constants_fold_like_numpy():
+    nan, one = T.FloatImm(F32, float("nan")), T.FloatImm(F32, 1.0)
+    for x in (T.max(one, nan), T.max(nan, one), T.min(one, nan), T.min(nan, one)):
+        assert x.kind == "FloatImm" and np.isnan(x.value)
+
+
+def test_nan_max_min_compile_for_cuda():
+    reason = _nvrtc_reason()
+    if reason:
+        pytest.skip(f"NVRTC is not available: {reason}")
+    from tilelang.jit.kernel import _include_dir
+    for func in (nan_kernel(64, 32), nan_kernel(64, 32, "float16"), nan_whole_tile(100)):
+        lowered = _C.lower(func.handle, CUDA)
+        source = _C.codegen(lowered, CUDA)
+        assert "y != y" in source  # the NaN-propagating form, not the comparison alone
+        cubin = _C.nvrtc_compile(source, "nan.cu", "sm_90a", [_include_dir()])
+        assert cubin[:4] == b"\x7fELF"
