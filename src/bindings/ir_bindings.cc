@@ -7,6 +7,7 @@
 #include "bindings/handles.h"
 #include "arith/analyzer.h"
 #include "ir/error.h"
+#include "ir/functor.h"
 #include "ir/op.h"
 #include "ir/printer.h"
 #include "ir/structural.h"
@@ -318,6 +319,15 @@ void bind_ir(nb::module_& m) {
   nb::class_<PyFunc>(m, "PrimFunc")
       .def_prop_ro("name", [](const PyFunc& f) { return f.f->name; })
       .def("script", [](const PyFunc& f) { return to_string(f.f); })
+      // Indices of the buffer parameters the kernel writes (stores, tile operator
+      // destinations, atomics): the arguments a call must be able to write.
+      .def("written_params", [](const PyFunc& f) {
+        auto written = buffers_written(f.f->body);
+        std::vector<int> out;
+        for (size_t i = 0; i < f.f->params.size(); ++i)
+          if (f.f->params[i].is_buffer() && written.count(f.f->params[i].buffer.get())) out.push_back(int(i));
+        return out;
+      })
       .def("lowering_report", [](const PyFunc& f) {
         auto it = f.f->attrs.find("lowering_report");
         return it != f.f->attrs.end() && std::holds_alternative<std::string>(it->second)

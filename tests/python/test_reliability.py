@@ -335,3 +335,81 @@ def test_nan_max_min_compile_for_cuda():
         assert "y != y" in source  # the NaN-propagating form, not the comparison alone
         cubin = _C.nvrtc_compile(source, "nan.cu", "sm_90a", [_include_dir()])
         assert cubin[:4] == b"\x7fELF"
+
+
+# ---------------------------------------------------------------- 6. call arguments
+
+def scaled_copy(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), F32), B: T.Tensor((n,), F32), s: T.int32):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(n):
+                B[i] = A[i] * s
+
+    return main
+
+
+def unsigned_scale(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), F32), B: T.Tensor((n,), F32), s: T.uint8):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(n):
+                B[i] = A[i] * s
+
+    return main
+
+
+def test_read_only_outputs_are_rejected(target):
+    a = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    out.flags.writeable = False
+    for out_idx in (None, [1]):
+        k = tilelang.compile(scaled_copy(64), out_idx=out_idx, target=target)
+        with pytest.raises(ValueError, match="argument 'B' is a read-only array"):
+            k(a, out, 2)
+    assert not out.any()
+
+
+def test_read_only_inputs_are_accepted(target):
+    a = np.arange(64, dtype=np.float32)
+    a.flags.writeable = False
+    k = tilelang.compile(scaled_copy(64), out_idx=[1], target=target)
+    np.testing.assert_array_equal(k(a, 3), a * 3)
+
+
+def test_cumsum_source_is_an_input():
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=64):
+            T.cumsum(A, B)
+
+    assert main.handle.written_params() == [1]
+
+
+def test_non_native_byte_order_is_rejected(target):
+    k = tilelang.compile(scaled_copy(64), target=target)
+    a = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    with pytest.raises(ValueError, match=r"argument 'A' has non-native byte order.*newbyteorder"):
+        k(a.astype(a.dtype.newbyteorder()), out, 2)
+    with pytest.raises(ValueError, match="argument 'B' has non-native byte order"):
+        k(a, out.astype(out.dtype.newbyteorder()), 2)
+
+
+@pytest.mark.parametrize("value", [2.5, 2.0, np.float32(2.0)])
+def test_float_for_an_int_scalar_is_a_type_error(target, value):
+    k = tilelang.compile(scaled_copy(64), out_idx=[1], target=target)
+    with pytest.raises(TypeError, match=r"argument 's' is an integer \(int32\) parameter, got the float"):
+        k(np.ones(64, np.float32), value)
+
+
+@pytest.mark.parametrize("value,dtype,lo,hi", [(2 ** 40, "int32", -2 ** 31, 2 ** 31 - 1),
+                                               (-2 ** 31 - 1, "int32", -2 ** 31, 2 ** 31 - 1),
+                                               (256, "uint8", 0, 255), (-1, "uint8", 0, 255)])
+def test_out_of_range_int_scalar_is_a_value_error(target, value, dtype, lo, hi):
+    func = scaled_copy(64) if dtype == "int32" else unsigned_scale(64)
+    k = tilelang.compile(func, out_idx=[1], target=target)
+    with pytest.raises(ValueError, match=rf"argument 's' = {value} is out of range for {dtype} \(from {lo} to {hi}\)"):
+        k(np.ones(64, np.float32), value)
+    edge = k(np.ones(64, np.float32), np.int64(hi))
+    np.testing.assert_array_equal(edge, np.full(64, hi, np.float32))

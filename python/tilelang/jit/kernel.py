@@ -10,7 +10,7 @@ import numpy as np
 from .. import _C
 from ..dtypes import numpy_dtype
 from . import cache
-from .adapter import Binder, allocate, dim_spec, shape_text, view_of
+from .adapter import Binder, allocate, check_scalar, dim_spec, scalar_rule, shape_text, view_of
 from .backends import backend_for, resolve_target
 
 _PACKAGE_VERSION = "0.1.0"
@@ -77,13 +77,16 @@ def _stage(arr, keep):
     return dev.data_ptr()
 
 
-def _unstage(keep):
+def _unstage(keep, written):
+    """Copies back the staged arrays the kernel wrote (written: their ids); inputs, which may
+    be read-only, are left alone."""
     if not keep:
         return
     import torch
     torch.cuda.synchronize()
     for arr, dev in keep:
-        arr.reshape(-1).view(np.uint8)[:] = dev.cpu().numpy()
+        if id(arr) in written:
+            arr.reshape(-1).view(np.uint8)[:] = dev.cpu().numpy()
 
 
 class JITKernel:
@@ -144,6 +147,9 @@ class JITKernel:
     # ------------------------------------------------------------------ call
     def _prepare_call(self):
         self._param_np_dtypes = [numpy_dtype(p.dtype) for p in self.params]
+        self._scalar_rules = [scalar_rule(p.dtype) if p.kind == "scalar" else None for p in self.params]
+        # The buffers a call must be able to write: those the kernel writes, and outputs.
+        self._written = set(self.prim_func.handle.written_params()) | set(self.out_idx)
         self._shape_var_names = [v.name for v in self._shape_vars]
         self._dim_specs = [[dim_spec(e) for e in p.shape] if p.kind == "buffer" else None for p in self.params]
         self._stride_specs = [[dim_spec(e) for e in p.strides] if p.kind == "buffer" else None
@@ -172,13 +178,15 @@ class JITKernel:
                 continue
             a = next(arg_iter)
             if p.kind == "scalar":
-                if not isinstance(a, (int, float, bool, np.integer, np.floating, np.bool_)):
-                    raise TypeError(f"{name}: argument '{p.name}' must be a {p.dtype} scalar, "
-                                    f"got {type(a).__name__}")
+                a = check_scalar(name, p, self._scalar_rules[i], a)
                 values[i] = a
                 binder.values.setdefault(p.name, a)
                 continue
             v = view_of(a, p.name)
+            if v.readonly and i in self._written:
+                raise ValueError(f"{name}: argument '{p.name}' is a read-only array, but the kernel writes it; "
+                                 "pass a writeable array (a.copy(), or set a.flags.writeable = True if the "
+                                 "memory may be written)")
             if v.lib in ("torch", "webgpu"):
                 lib, like = v.lib, v.obj
             staged = device == "cuda" and v.device == "cpu" and v.lib == "numpy"
@@ -201,7 +209,7 @@ class JITKernel:
             if stream is None and lib == "torch":
                 stream = _current_torch_stream(like.device)
             self._executable.run(values, shapes, int(stream or 0))
-            _unstage(keep)
+            _unstage(keep, {id(arrays[i]) for i in self._written if i in arrays})
         elif getattr(self._backend, "takes_arrays", False):
             # Host arrays as numpy; WebGPU DeviceArrays stay where they are.
             host = {i: a if isinstance(a, np.ndarray) or getattr(a, "__tilelang_webgpu__", False)
