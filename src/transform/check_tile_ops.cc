@@ -100,13 +100,45 @@ class TileOpChecker : public IRVisitor {
   }
 
  private:
-  // num_stages >= 0; order and stage, when given, one entry per statement of the body.
+  // Statements of a loop body as the user wrote them: allocations and lets scope over the
+  // statements after them and are not statements of their own.
+  static int64_t count_statements(const Stmt& s) {
+    if (!s) return 0;
+    if (auto* q = dynamic_cast<const SeqStmtNode*>(s.get())) {
+      int64_t n = 0;
+      for (auto& x : q->seq) n += count_statements(x);
+      return n;
+    }
+    if (auto* a = dynamic_cast<const AllocateNode*>(s.get())) return count_statements(a->body);
+    if (auto* l = dynamic_cast<const LetStmtNode*>(s.get())) return count_statements(l->body);
+    return 1;
+  }
+
+  // num_stages >= 0; order and stage of the same length, at most one entry per statement of
+  // the body.
   static void check_pipeline_attrs(const ForNode* n) {
     auto it = n->attrs.find("num_stages");
     if (it != n->attrs.end())
       if (auto* v = std::get_if<int64_t>(&it->second); v && *v < 0)
         fail(ErrorKind::Shape, n->span, "T.Pipelined: num_stages is " + std::to_string(*v) + "; it must be >= 0",
              "num_stages=0 runs the loop without overlap; 2 or 3 overlaps copies with compute");
+    auto list = [&](const char* key) -> const std::vector<int64_t>* {
+      auto f = n->attrs.find(key);
+      return f == n->attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&f->second);
+    };
+    const std::vector<int64_t>*order = list("order"), *stage = list("stage");
+    if (order && stage && order->size() != stage->size())
+      fail(ErrorKind::Shape, n->span,
+           "T.Pipelined: order has " + std::to_string(order->size()) + " entries but stage has " +
+               std::to_string(stage->size()),
+           "give one order and one stage entry per statement of the loop body");
+    int64_t statements = count_statements(n->body);
+    for (auto [key, v] : {std::pair{"order", order}, std::pair{"stage", stage}})
+      if (v && int64_t(v->size()) > statements)
+        fail(ErrorKind::Shape, n->span,
+             std::string("T.Pipelined: ") + key + " has " + std::to_string(v->size()) + " entries but the loop body has " +
+                 std::to_string(statements) + " statement(s)",
+             "give one entry per statement of the loop body");
   }
 
   arith::Analyzer analyzer_;
