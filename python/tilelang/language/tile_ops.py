@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import _C
-from ..errors import TileLangTypeError
+from ..errors import TileLangShapeError, TileLangTypeError
 from ..ir import Buffer, Region, full_region, is_expr
 from ..parser import builder as _builder
 from .types import GemmWarpPolicy
@@ -83,11 +83,21 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
     _emit("gemm", regions, (), attrs)
 
 
+def _dim(dim, rank, what, buf):
+    """dim normalised to [0, rank); out of range is an error that quotes the dim given."""
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise _builder.error(TileLangTypeError, f"{what}: dim must be a Python int, got {dim!r}")
+    if not -rank <= dim < rank:
+        raise _builder.error(TileLangShapeError,
+                             f"{what}: dim {dim} out of range for {buf.buffer.name} of rank {rank}",
+                             f"dim must lie in [{-rank}, {rank}) (negative dims count from the end)")
+    return dim + rank if dim < 0 else dim
+
+
 def _reduce(kind, buffer, out, dim, clear):
     src = _as_region(buffer, None, f"T.reduce_{kind}", "source")
     dst = _as_region(out, None, f"T.reduce_{kind}", "destination")
-    rank = len(src.ranges)
-    d = dim + rank if dim < 0 else dim
+    d = _dim(dim, len(src.ranges), f"T.reduce_{kind}", src)
     _emit("reduce", [src, dst], (), {"type": kind, "dim": int(d), "clear": int(bool(clear))})
 
 
@@ -115,8 +125,7 @@ def cumsum(src, dst=None, dim=0, reverse=False):
     """Inclusive prefix sum along dim (in place when dst is omitted)."""
     s = _as_region(src, None, "T.cumsum", "source")
     d = s if dst is None else _as_region(dst, None, "T.cumsum", "destination")
-    rank = len(s.ranges)
-    dim = dim + rank if dim < 0 else dim
+    dim = _dim(dim, len(s.ranges), "T.cumsum", s)
     _emit("cumsum", [s, d], (), {"dim": int(dim), "reverse": int(bool(reverse))})
 
 
