@@ -413,3 +413,178 @@ def test_out_of_range_int_scalar_is_a_value_error(target, value, dtype, lo, hi):
         k(np.ones(64, np.float32), value)
     edge = k(np.ones(64, np.float32), np.int64(hi))
     np.testing.assert_array_equal(edge, np.full(64, hi, np.float32))
+
+
+# ---------------------------------------------------------------- 7. accepted although wrong
+
+@pytest.mark.parametrize("shape", [(0, 4), (16, -2)])
+def test_allocation_extent_below_one_is_a_shape_error(target, shape):
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=32):
+            s = T.alloc_shared(shape, F32)  # <<err:alloc_extent>>
+            A[0] = s[0, 0]
+
+    with pytest.raises(TileLangShapeError) as e:
+        tilelang.compile(main, target=target)
+    check_located(e.value, "alloc_extent", "buffer 's'", "must be at least 1")
+    with pytest.raises(TileLangShapeError, match="buffer 's'"):
+        tilelang.lower(main, target=CUDA)
+
+
+@pytest.mark.parametrize("n", [0, -3])
+def test_tensor_extent_below_one_is_a_shape_error(n):
+    @T.prim_func
+    def main(A: T.Tensor((n, 4), F32)):  # <<err:tensor_extent>>
+        with T.Kernel(1, threads=32):
+            A[0, 0] = 1.0
+
+    with pytest.raises(TileLangShapeError) as e:
+        tilelang.compile(main, target="cpu")
+    check_located(e.value, "tensor_extent", "tensor 'A'", f"is {n}; it must be at least 1")
+
+
+def test_float_extents_are_type_errors():
+    @T.prim_func
+    def grid(A: T.Tensor((64,), F32)):
+        with T.Kernel(16.5, threads=32):  # <<err:float_grid>>
+            A[0] = 1.0
+
+    @T.prim_func
+    def parallel(A: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(16.5):  # <<err:float_parallel>>
+                A[i] = 1.0
+
+    @T.prim_func
+    def alloc(A: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=32):
+            s = T.alloc_fragment((16.5,), F32)  # <<err:float_alloc>>
+            A[0] = s[0]
+
+    for func, marker in ((grid, "float_grid"), (parallel, "float_parallel"), (alloc, "float_alloc")):
+        for target in ("cpu", CUDA):
+            with pytest.raises(TileLangTypeError) as e:
+                tilelang.lower(func, target=target)
+            check_located(e.value, marker, "must be an integer", "16.5")
+
+
+def pipelined(num_stages=2, order=None, stage=None):
+    @T.prim_func
+    def main(A: T.Tensor((256,), F32), B: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=64):
+            s = T.alloc_shared((64,), F32)
+            acc = T.alloc_fragment((64,), F32)
+            T.clear(acc)
+            for k in T.Pipelined(4, num_stages=num_stages, order=order, stage=stage):  # <<err:pipelined>>
+                T.copy(A[k * 64], s)
+                for i in T.Parallel(64):
+                    acc[i] += s[i]
+            T.copy(acc, B)
+
+    return main
+
+
+def test_pipeline_options_are_checked(target):
+    k = tilelang.compile(pipelined(2, [0, 1], [0, 1]), out_idx=[1], target=target)
+    a = np.arange(256, dtype=np.float32)
+    np.testing.assert_array_equal(k(a), a.reshape(4, 64).sum(axis=0))
+    cases = [({"num_stages": -1}, "num_stages is -1"),
+             ({"order": [0, 1, 2], "stage": [0, 0, 1]}, "order has 3 entries but the loop body has 2"),
+             ({"order": [0, 1], "stage": [0]}, "order has 2 entries but stage has 1")]
+    for kwargs, fragment in cases:
+        with pytest.raises(TileLangShapeError) as e:
+            tilelang.compile(pipelined(**kwargs), target=target)
+        check_located(e.value, "pipelined", fragment)
+    with pytest.raises(TileLangTypeError) as e:
+        pipelined(2.5)
+    check_located(e.value, "pipelined", "num_stages must be Python ints", "2.5")
+
+
+@pytest.mark.parametrize("operand", ["float", "int"])
+def test_and_or_on_numbers_is_a_type_error(operand):
+    with pytest.raises(TileLangTypeError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), "int32")):
+            with T.Kernel(1, threads=64):
+                for i in T.Parallel(64):
+                    A[i] = (A[i] & 1.0) if operand == "float" else (B[i] | 1)  # <<err:and_numbers>>
+    check_located(e.value, "and_numbers", "on a value of type", "combines conditions")
+
+
+def test_duplicate_and_malformed_out_idx():
+    func = scaled_copy(64)
+    for out_idx in ([1, 1], [1, -2]):
+        with pytest.raises(ValueError, match="out_idx names parameter 'B' twice"):
+            tilelang.compile(func, out_idx=out_idx, target="cpu")
+    for out_idx in ("1", 1.0, [1.5], [True]):
+        with pytest.raises(TypeError, match="out_idx must be an int or a list of ints"):
+            tilelang.compile(func, out_idx=out_idx, target="cpu")
+
+
+def test_pass_configs_are_checked():
+    func = scaled_copy(64)
+    tilelang.compile(func, target="cpu", pass_configs={"tl.disable_tma_lower": True, "tir.disable_vectorize": True})
+    with pytest.raises(ValueError, match="unknown pass config 'tl.disable_warp_specialised'.*did you mean "
+                                         "'tl.disable_warp_specialized'"):
+        tilelang.compile(func, target="cpu", pass_configs={"tl.disable_warp_specialised": True})
+    for bad in ([("tl.disable_tma_lower", True)], "tl.disable_tma_lower"):
+        with pytest.raises(TypeError, match="pass_configs must be a dict"):
+            tilelang.compile(func, target="cpu", pass_configs=bad)
+
+
+@pytest.mark.parametrize("text,fragment", [("", "the target string is empty"), ("   ", "the target string is empty"),
+                                           ("cpu -mcpu=skylake", "unknown option '-mcpu=skylake'"),
+                                           ("cuda -arhc=sm_90a", "unknown option '-arhc=sm_90a'"),
+                                           ("cuda -arch=90", "'90' is not a CUDA architecture"),
+                                           ("webgpu -fast", "unknown option '-fast'"),
+                                           ("cpux", "unknown target 'cpux'")])
+def test_bad_targets_are_errors_at_the_compile_call(text, fragment):
+    func = scaled_copy(64)
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.compile(func, target=text)  # <<err:bad_target>>
+    check_located(e.value, "bad_target", fragment)
+
+
+# ---------------------------------------------------------------- 8. messages
+
+def test_reduce_dim_out_of_range_quotes_the_dim_given():
+    with pytest.raises(TileLangShapeError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), F32), B: T.Tensor((16,), F32)):
+            with T.Kernel(1, threads=32):
+                a = T.alloc_fragment((16, 16), F32)
+                b = T.alloc_fragment((16,), F32)
+                T.copy(A, a)
+                T.reduce_sum(a, b, dim=-3)  # <<err:reduce_dim>>
+                T.copy(b, B)
+    check_located(e.value, "reduce_dim", "dim -3 out of range", "[-2, 2)")
+
+
+def test_walrus_binds_a_name(target, rng):
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                B[i] = (t := A[i] * 2.0) + t * t
+
+    k = tilelang.compile(main, out_idx=[1], target=target)
+    a = rng.standard_normal(64).astype(np.float32)
+    np.testing.assert_allclose(k(a), 2 * a + (2 * a) ** 2, rtol=1e-5, atol=1e-6)
+
+
+def test_webgpu_limit_errors_name_the_kernel_line():
+    from conftest import target_unavailable_reason
+    reason = target_unavailable_reason("webgpu")
+    if reason:
+        pytest.skip(f"webgpu not available: {reason}")
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=[1024, 4]):  # <<err:webgpu_threads>>
+            for i in T.Parallel(64):
+                A[i] = 1.0
+
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.compile(main, target="webgpu")
+    check_located(e.value, "webgpu_threads", "not supported on webgpu: 4096 threads per block")
