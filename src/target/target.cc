@@ -30,7 +30,8 @@ Target Target::parse(const std::string& s) {
   std::vector<std::string> options;
   for (std::string w; words >> w;) options.push_back(w);
   auto unknown_option = [&](const std::string& w, const std::string& takes) {
-    fail(ErrorKind::Unsupported, {}, "target '" + s + "': unknown option '" + w + "'", "target " + k + " takes " + takes);
+    fail(ErrorKind::Unsupported, {}, "target '" + s + "': unknown option '" + w + "'",
+         "target " + k + " takes " + takes);
   };
   Target t;
   if (k == "cpu" || k == "c" || k == "llvm") {

@@ -136,8 +136,8 @@ class TileOpChecker : public IRVisitor {
     for (auto [key, v] : {std::pair{"order", order}, std::pair{"stage", stage}})
       if (v && int64_t(v->size()) > statements)
         fail(ErrorKind::Shape, n->span,
-             std::string("T.Pipelined: ") + key + " has " + std::to_string(v->size()) + " entries but the loop body has " +
-                 std::to_string(statements) + " statement(s)",
+             std::string("T.Pipelined: ") + key + " has " + std::to_string(v->size()) +
+                 " entries but the loop body has " + std::to_string(statements) + " statement(s)",
              "give one entry per statement of the loop body");
   }
 

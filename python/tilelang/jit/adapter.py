@@ -147,8 +147,8 @@ def check_scalar(kernel_name: str, param, rule, value):
     kind, bounds = rule
     if kind == "int":
         if isinstance(value, (float, np.floating)):
-            raise TypeError(f"{kernel_name}: argument '{param.name}' is an integer ({param.dtype}) parameter, got the float "
-                            f"{value!r}; pass an int (int(x) if truncation is meant)")
+            raise TypeError(f"{kernel_name}: argument '{param.name}' is an integer ({param.dtype}) parameter, "
+                            f"got the float {value!r}; pass an int (int(x) if truncation is meant)")
         v = int(value)
         lo, hi = bounds
         if not lo <= v <= hi:

@@ -253,8 +253,8 @@ class WgslCodegen {
                                     : "(bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u";
       h += "fn tl_isnan_" + t + "(x: " + t + ") -> bool {\n  return " + bits + ";\n}\n";
       for (const char* f : {"max", "min"})
-        h += "fn tl_" + std::string(f) + "_" + t + "(a: " + t + ", b: " + t + ") -> " + t + " {\n  return select(select(" +
-             f + "(a, b), b, tl_isnan_" + t + "(b)), a, tl_isnan_" + t + "(a));\n}\n";
+        h += "fn tl_" + std::string(f) + "_" + t + "(a: " + t + ", b: " + t + ") -> " + t +
+             " {\n  return select(select(" + f + "(a, b), b, tl_isnan_" + t + "(b)), a, tl_isnan_" + t + "(a));\n}\n";
     }
     if (need_floordiv_)
       h += "fn tl_floordiv(a: i32, b: i32) -> i32 {\n  let q = a / b;\n  let r = a - q * b;\n"
