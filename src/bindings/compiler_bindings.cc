@@ -11,6 +11,7 @@
 #include "codegen/cuda/codegen_cuda.h"
 #include "codegen/wgsl/codegen_wgsl.h"
 #include "ir/error.h"
+#include "ir/functor.h"
 #include "runtime/host_compiler.h"
 #include "runtime/host_module.h"
 #include "target/target.h"
@@ -100,6 +101,17 @@ void bind_compiler(nb::module_& m) {
     d["buffers"] = buffers;
     d["uniforms"] = uniforms;
     d["status_binding"] = k.status_binding;
+    // Where the T.Kernel was written, for the runtime's errors about the adapter's limits.
+    struct FindKernel : IRVisitor {
+      using IRVisitor::visit;
+      Span span;
+      void visit_kernel(const KernelNode* n) override {
+        if (!span.defined()) span = n->span;
+      }
+    } find;
+    find.visit(f.f->body);
+    d["kernel_file"] = find.span.defined() ? Span::file_name(find.span.file_id) : std::string();
+    d["kernel_line"] = find.span.defined() ? int(find.span.line) : 0;
     return d;
   });
   m.def("codegen", [](const PyFunc& f, const std::string& target) {

@@ -7,9 +7,11 @@
 #include "bindings/handles.h"
 #include "arith/analyzer.h"
 #include "ir/error.h"
+#include "ir/functor.h"
 #include "ir/op.h"
 #include "ir/printer.h"
 #include "ir/structural.h"
+#include "op/region.h"
 
 namespace tl::py {
 
@@ -234,6 +236,16 @@ void bind_ir(nb::module_& m) {
     for (auto& i : l->indices) idx.push_back({i});
     return nb::make_tuple(PyBuffer{l->buffer}, idx);
   });
+  // The (min, extent) pairs of the region `A[i, j]` stands for next to a tile of the given
+  // extents (op/region.h says how).
+  m.def("region_at_point", [](const PyExpr& e, nb::handle tile, const std::string& what) {
+    auto* l = as<BufferLoadNode>(e.e);
+    if (!l) fail(ErrorKind::Type, current_span(), what + ": expected a buffer element");
+    BufferRegion r = region_at_point(l->buffer, l->indices, to_exprs(tile), what, current_span());
+    nb::list out;
+    for (auto& rg : r.ranges) out.append(nb::make_tuple(PyExpr{rg.min}, PyExpr{rg.extent}));
+    return out;
+  });
 
 
   nb::class_<PyBuffer>(m, "Buffer")
@@ -307,6 +319,15 @@ void bind_ir(nb::module_& m) {
   nb::class_<PyFunc>(m, "PrimFunc")
       .def_prop_ro("name", [](const PyFunc& f) { return f.f->name; })
       .def("script", [](const PyFunc& f) { return to_string(f.f); })
+      // Indices of the buffer parameters the kernel writes (stores, tile operator
+      // destinations, atomics): the arguments a call must be able to write.
+      .def("written_params", [](const PyFunc& f) {
+        auto written = buffers_written(f.f->body);
+        std::vector<int> out;
+        for (size_t i = 0; i < f.f->params.size(); ++i)
+          if (f.f->params[i].is_buffer() && written.count(f.f->params[i].buffer.get())) out.push_back(int(i));
+        return out;
+      })
       .def("lowering_report", [](const PyFunc& f) {
         auto it = f.f->attrs.find("lowering_report");
         return it != f.f->attrs.end() && std::holds_alternative<std::string>(it->second)

@@ -268,6 +268,16 @@ bool Emitter::nonneg(const Expr& e) {
   return false;
 }
 
+// max and min of floats, NaN-propagating as numpy's maximum and minimum are: C's
+// comparison `a < b ? b : a` alone drops a NaN second operand. The headers' tl::max and
+// tl::min keep the comparison form (integers, and what they are used for inside the
+// headers); an immediately called lambda evaluates each operand once.
+static Code nan_min_max(bool is_max, const std::string& type, const Code& a, const Code& b) {
+  std::string pick = is_max ? "x < y" : "y < x";
+  return {"[](" + type + " x, " + type + " y) { return " + pick + " || y != y ? y : x; }(" + a.text + ", " + b.text +
+          ")"};
+}
+
 Code Emitter::emit_binary(const BinaryNode* n) {
   DataType rt = n->dtype;
   Span sp = n->span;
@@ -337,10 +347,9 @@ Code Emitter::emit_binary(const BinaryNode* n) {
       r = fast ? infix("%", kMul) : fn("tl::floormod");
       break;
     case BinaryOp::Min:
-      r = fn("tl::min");
-      break;
     case BinaryOp::Max:
-      r = fn("tl::max");
+      r = is_float ? nan_min_max(n->op == BinaryOp::Max, ctype(ct, sp), a, b)
+                   : fn(n->op == BinaryOp::Max ? "tl::max" : "tl::min");
       break;
     default:
       fail(ErrorKind::Internal, sp, internal_ + "unexpected operator " + binary_op_name(n->op));

@@ -336,7 +336,10 @@ std::unordered_set<const BufferNode*> buffers_written(const Stmt& s) {
     }
     void visit_tile_op(const TileOpNode* n) override {
       for (size_t i = 0; i < n->regions.size(); ++i) {
-        bool input = (n->op == "copy" && i == 0) || (n->op == "gemm" && i < 2) || (n->op == "reduce" && i == 0) ||
+        // Operands read only: copy's, reduce's and cumsum's source (cumsum in place has the
+        // same buffer as destination too), gemm's A and B, the value of a tile atomic.
+        bool input = ((n->op == "copy" || n->op == "reduce" || n->op == "cumsum") && i == 0) ||
+                     (n->op == "gemm" && i < 2) || (n->op.rfind("atomic_", 0) == 0 && i == 1) ||
                      n->op == "annotate_layout" || n->op == "print";
         if (!input) out.insert(n->regions[i].buffer.get());
       }

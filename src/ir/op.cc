@@ -144,8 +144,9 @@ Expr binary(BinaryOp op, Expr a, Expr b, Span span) {
       case BinaryOp::Sub: return make_float(x - y, t, span);
       case BinaryOp::Mul: return make_float(x * y, t, span);
       case BinaryOp::Div: return make_float(x / y, t, span);
-      case BinaryOp::Min: return make_float(std::min(x, y), t, span);
-      case BinaryOp::Max: return make_float(std::max(x, y), t, span);
+      // A NaN operand makes max and min NaN, as in numpy's maximum and minimum.
+      case BinaryOp::Min: return make_float(std::isnan(x) ? x : std::isnan(y) ? y : std::min(x, y), t, span);
+      case BinaryOp::Max: return make_float(std::isnan(x) ? x : std::isnan(y) ? y : std::max(x, y), t, span);
       case BinaryOp::EQ: return make_bool(x == y, span);
       case BinaryOp::NE: return make_bool(x != y, span);
       case BinaryOp::LT: return make_bool(x < y, span);

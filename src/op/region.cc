@@ -114,6 +114,33 @@ std::vector<Expr> matched_extents(const BufferRegion& a, const BufferRegion& b) 
   return ea;
 }
 
+BufferRegion region_at_point(const Buffer& b, const std::vector<Expr>& indices, const std::vector<Expr>& tile,
+                             const std::string& op_name, Span span) {
+  auto is_one = [](const Expr& e) {
+    const int64_t* c = const_int(e);
+    return c && *c == 1;
+  };
+  std::vector<Expr> ext = tile;
+  for (size_t d = 0; ext.size() > indices.size() && d < ext.size();) {
+    if (is_one(ext[d])) {
+      ext.erase(ext.begin() + long(d));
+    } else {
+      ++d;
+    }
+  }
+  if (ext.size() > indices.size())
+    fail(ErrorKind::Shape, span,
+         op_name + ": " + b->name + "[...] starts a region of rank " + std::to_string(indices.size()) +
+             ", but the other operand has extents " + extents_str(tile) + ": more dimensions of extent other "
+             "than 1 than " + b->name + " has",
+         "give the region explicitly with slices, e.g. " + b->name + "[i:i + 64, j:j + 32]");
+  BufferRegion r{b, {}, span};
+  size_t pad = indices.size() - ext.size();
+  for (size_t d = 0; d < indices.size(); ++d)
+    r.ranges.push_back({indices[d], d < pad ? make_int(1, DataType::Int(32), span) : ext[d - pad]});
+  return r;
+}
+
 // ---------------------------------------------------------------- indices and guards
 
 std::vector<Expr> region_indices(const BufferRegion& r, const std::vector<Expr>& vars, Span span) {

@@ -34,6 +34,14 @@ void check_regions_match(const std::string& op_name, const BufferRegion& a, cons
                          arith::Analyzer& analyzer, Span span);
 // The loop extents of two matching regions, preferring the constant one of each pair.
 std::vector<Expr> matched_extents(const BufferRegion& a, const BufferRegion& b);
+// The region that an operand written as one element, `A[i, j]`, stands for when the other
+// operand is a tile with extents `tile` (T.copy(A[i, j], tile)): it starts at the element
+// and takes the tile's extents dimension for dimension, aligned to A's trailing dimensions
+// (a tile of lower rank is padded with leading extents of 1). A tile of higher rank drops
+// extents of 1, first to last, until the ranks agree; a Shape error at span when it cannot.
+// So an (8, 1) tile at A[i, j] is the column A[i:i + 8, j], never the row A[i, j:j + 8].
+BufferRegion region_at_point(const Buffer& b, const std::vector<Expr>& indices, const std::vector<Expr>& tile,
+                             const std::string& op_name, Span span);
 
 // ---------------------------------------------------------------- indices and guards
 

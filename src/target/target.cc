@@ -1,32 +1,60 @@
 #include "target/target.h"
 
 #include <sstream>
+#include <vector>
 
 #include "ir/error.h"
 
 namespace tl {
 
+namespace {
+const char* const kKnownTargets = "known targets: cpu (aliases c, llvm), cuda (cuda -arch=sm_90a), webgpu, auto";
+
+// "sm_" then digits, then at most one letter (sm_90a, sm_100f).
+bool is_cuda_arch(const std::string& a) {
+  if (a.rfind("sm_", 0) != 0 || a.size() < 5) return false;
+  size_t i = 3;
+  while (i < a.size() && a[i] >= '0' && a[i] <= '9') ++i;
+  if (i < 5) return false;
+  return i == a.size() || (i + 1 == a.size() && a[i] >= 'a' && a[i] <= 'z');
+}
+}  // namespace
+
+// Every word of the string is understood or the string is rejected: an option that is
+// misspelt or belongs to another target must not silently give a different kernel.
 Target Target::parse(const std::string& s) {
   std::istringstream words(s);
   std::string k;
   words >> k;
+  if (k.empty()) fail(ErrorKind::Unsupported, {}, "the target string is empty", kKnownTargets);
+  std::vector<std::string> options;
+  for (std::string w; words >> w;) options.push_back(w);
+  auto unknown_option = [&](const std::string& w, const std::string& takes) {
+    fail(ErrorKind::Unsupported, {}, "target '" + s + "': unknown option '" + w + "'",
+         "target " + k + " takes " + takes);
+  };
   Target t;
-  if (k == "cpu" || k == "c" || k == "llvm" || k.empty()) {
+  if (k == "cpu" || k == "c" || k == "llvm") {
     t.kind = "cpu";
     t.arch = "host";
+    if (!options.empty()) unknown_option(options[0], "no options");
     return t;
   }
   if (k == "cuda") {
     t.kind = "cuda";
-    for (std::string w; words >> w;) {
-      if (w.rfind("-arch=", 0) == 0) t.arch = w.substr(6);
+    for (const std::string& w : options) {
+      if (w.rfind("-arch=", 0) != 0) unknown_option(w, "-arch=sm_XX (e.g. cuda -arch=sm_90a)");
+      t.arch = w.substr(6);
+      if (!is_cuda_arch(t.arch))
+        fail(ErrorKind::Unsupported, {}, "target '" + s + "': '" + t.arch + "' is not a CUDA architecture",
+             "write it as sm_ and the compute capability, e.g. -arch=sm_80 or -arch=sm_90a");
     }
     return t;
   }
   if (k == "webgpu") {
     t.kind = "webgpu";
-    for (std::string w; words >> w;) {
-      if (w.rfind("-subgroup=", 0) != 0) continue;
+    for (const std::string& w : options) {
+      if (w.rfind("-subgroup=", 0) != 0) unknown_option(w, "-subgroup=N (a power of two up to 128)");
       std::string n = w.substr(10);
       int v = 0;
       for (char c : n) v = (c >= '0' && c <= '9' && v < 1000) ? v * 10 + (c - '0') : -1;
@@ -43,8 +71,7 @@ Target Target::parse(const std::string& s) {
       fail(ErrorKind::Unsupported, {}, "target '" + s + "' is not available in this build",
            "use target=\"cpu\", \"cuda\" or \"webgpu\"");
   }
-  fail(ErrorKind::Unsupported, {}, "unknown target '" + s + "'",
-       "known targets: cpu (aliases c, llvm), cuda (cuda -arch=sm_90a), webgpu, auto");
+  fail(ErrorKind::Unsupported, {}, "unknown target '" + s + "'", kKnownTargets);
 }
 
 std::string Target::str() const {

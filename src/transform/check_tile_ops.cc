@@ -1,5 +1,7 @@
 #include "transform/check_tile_ops.h"
 
+#include <limits>
+
 #include "arith/analyzer.h"
 #include "ir/error.h"
 #include "ir/functor.h"
@@ -8,6 +10,28 @@
 
 namespace tl {
 namespace {
+
+// ---------------------------------------------------------------- launch shapes and extents
+// The one place where the extents a program states are validated, before any pass divides
+// by one or sizes an array with it: block grids, threads per block, loop extents,
+// allocation and tensor shapes. Symbolic extents are checked for their dtype only.
+
+// An extent must be an integer; a constant one at least `lowest`.
+void check_extent(const Expr& e, int64_t lowest, const std::string& what, Span span, const std::string& hint) {
+  if (!e->dtype.is_integer())
+    fail(ErrorKind::Type, span, what + " must be an integer, got " + expr_str(e) + " of dtype " + e->dtype.str(),
+         "extents are ints: use // or T.ceildiv instead of /, or int(...) on a Python value");
+  const int64_t* c = const_int(e);
+  if (c && *c < lowest)
+    fail(ErrorKind::Shape, span,
+         what + " is " + std::to_string(*c) + "; it must be at least " + std::to_string(lowest), hint);
+}
+
+void check_buffer_shape(const Buffer& b, const std::string& kind) {
+  for (size_t d = 0; d < b->shape.size(); ++d)
+    check_extent(b->shape[d], 1, kind + " '" + b->name + "': extent " + std::to_string(d) + " of its shape " +
+                 extents_str(b->shape), b->span, "every dimension of a buffer holds at least one element");
+}
 
 const char* const kKnownOps =
     "copy, fill, clear, gemm, reduce_sum/max/min/abssum/absmax, cumsum, atomic_add/max/min, print";
@@ -24,6 +48,16 @@ class TileOpChecker : public IRVisitor {
 
  protected:
   void visit_for(const ForNode* n) override {
+    // A T.Parallel loop is a tile: at least one element. Other loops may run zero times
+    // (a trip count that happens to be 0 is valid), but their extents are integers.
+    bool tile = n->for_kind == ForKind::Parallel;
+    check_extent(n->extent, tile ? 1 : std::numeric_limits<int64_t>::min(),
+                 std::string(tile ? "T.Parallel" : "loop") + " extent of '" + n->var->name + "'", n->span,
+                 "a T.Parallel loop covers a tile of at least one element");
+    if (!n->min->dtype.is_integer())
+      fail(ErrorKind::Type, n->span, "the start of loop '" + n->var->name + "' must be an integer, got " +
+                                         expr_str(n->min) + " of dtype " + n->min->dtype.str());
+    if (n->for_kind == ForKind::Pipelined) check_pipeline_attrs(n);
     bind_loop_var(analyzer_, n->var.get(), n->min, n->extent);
     IRVisitor::visit_for(n);
     analyzer_.unbind(n->var.get());
@@ -33,7 +67,21 @@ class TileOpChecker : public IRVisitor {
     IRVisitor::visit_let(n);
     analyzer_.unbind(n->var.get());
   }
+  void visit_allocate(const AllocateNode* n) override {
+    check_buffer_shape(n->buffer, "buffer");
+    IRVisitor::visit_allocate(n);
+  }
   void visit_kernel(const KernelNode* n) override {
+    static const char* const kAxis[] = {"x", "y", "z"};
+    for (size_t d = 0; d < n->grid.size(); ++d)
+      check_extent(n->grid[d], 1, "T.Kernel: grid extent " + std::to_string(d), n->span,
+                   "a kernel launches at least one block in every grid dimension");
+    for (size_t d = 0; d < n->threads.size(); ++d)
+      if (n->threads[d] < 1)
+        fail(ErrorKind::Shape, n->span,
+             std::string("T.Kernel: threads") + (n->threads.size() > 1 ? std::string(" (") + kAxis[d] + ")" : "") +
+                 " is " + std::to_string(n->threads[d]) + "; a block has at least one thread in every dimension",
+             "write threads=128 (or a list such as threads=[32, 4])");
     for (size_t d = 0; d < n->block_vars.size() && d < n->grid.size(); ++d)
       bind_loop_var(analyzer_, n->block_vars[d].get(), make_int(0), n->grid[d]);
     for (size_t d = 0; d < n->thread_vars.size() && d < n->threads.size(); ++d)
@@ -52,12 +100,55 @@ class TileOpChecker : public IRVisitor {
   }
 
  private:
+  // Statements of a loop body as the user wrote them: allocations and lets scope over the
+  // statements after them and are not statements of their own.
+  static int64_t count_statements(const Stmt& s) {
+    if (!s) return 0;
+    if (auto* q = dynamic_cast<const SeqStmtNode*>(s.get())) {
+      int64_t n = 0;
+      for (auto& x : q->seq) n += count_statements(x);
+      return n;
+    }
+    if (auto* a = dynamic_cast<const AllocateNode*>(s.get())) return count_statements(a->body);
+    if (auto* l = dynamic_cast<const LetStmtNode*>(s.get())) return count_statements(l->body);
+    return 1;
+  }
+
+  // num_stages >= 0; order and stage of the same length, at most one entry per statement of
+  // the body.
+  static void check_pipeline_attrs(const ForNode* n) {
+    auto it = n->attrs.find("num_stages");
+    if (it != n->attrs.end())
+      if (auto* v = std::get_if<int64_t>(&it->second); v && *v < 0)
+        fail(ErrorKind::Shape, n->span, "T.Pipelined: num_stages is " + std::to_string(*v) + "; it must be >= 0",
+             "num_stages=0 runs the loop without overlap; 2 or 3 overlaps copies with compute");
+    auto list = [&](const char* key) -> const std::vector<int64_t>* {
+      auto f = n->attrs.find(key);
+      return f == n->attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&f->second);
+    };
+    const std::vector<int64_t>*order = list("order"), *stage = list("stage");
+    if (order && stage && order->size() != stage->size())
+      fail(ErrorKind::Shape, n->span,
+           "T.Pipelined: order has " + std::to_string(order->size()) + " entries but stage has " +
+               std::to_string(stage->size()),
+           "give one order and one stage entry per statement of the loop body");
+    int64_t statements = count_statements(n->body);
+    for (auto [key, v] : {std::pair{"order", order}, std::pair{"stage", stage}})
+      if (v && int64_t(v->size()) > statements)
+        fail(ErrorKind::Shape, n->span,
+             std::string("T.Pipelined: ") + key + " has " + std::to_string(v->size()) +
+                 " entries but the loop body has " + std::to_string(statements) + " statement(s)",
+             "give one entry per statement of the loop body");
+  }
+
   arith::Analyzer analyzer_;
 };
 
 }  // namespace
 
 PrimFunc check_tile_ops(const PrimFunc& f) {
+  for (auto& p : f->params)
+    if (p.is_buffer()) check_buffer_shape(p.buffer, "tensor");
   TileOpChecker checker;
   checker.bind_shape_vars(*f);
   checker.visit(f->body);

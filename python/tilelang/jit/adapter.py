@@ -9,11 +9,12 @@ from ..dtypes import canonical, numpy_dtype, torch_dtype
 
 
 class ArrayView:
-    __slots__ = ("ptr", "shape", "strides", "dtype", "lib", "device", "obj")
+    __slots__ = ("ptr", "shape", "strides", "dtype", "lib", "device", "obj", "readonly")
 
-    def __init__(self, ptr, shape, strides, dtype, lib, device, obj):
+    def __init__(self, ptr, shape, strides, dtype, lib, device, obj, readonly=False):
         self.ptr, self.shape, self.strides, self.dtype = ptr, shape, strides, dtype
         self.lib, self.device, self.obj = lib, device, obj
+        self.readonly = readonly  # a numpy array that must not be written
 
 
 def _is_torch(x) -> bool:
@@ -22,10 +23,15 @@ def _is_torch(x) -> bool:
 
 def view_of(x, param_name: str) -> ArrayView:
     if isinstance(x, np.ndarray):
+        if not x.dtype.isnative:
+            # Kernels read and write memory in the machine's byte order; converting here would
+            # silently drop the results written into an output.
+            raise ValueError(f"argument '{param_name}' has non-native byte order (dtype '{x.dtype.str}'); "
+                             f"convert it first: a.astype(a.dtype.newbyteorder('='))")
         itemsize = x.dtype.itemsize
         strides = tuple(s // itemsize for s in x.strides) if itemsize else x.strides
         return ArrayView(x.__array_interface__["data"][0], x.shape, strides, canonical(x.dtype),
-                         "numpy", "cpu", x)
+                         "numpy", "cpu", x, not x.flags.writeable)
     if getattr(x, "__tilelang_webgpu__", False):  # tilelang.jit.webgpu.DeviceArray
         strides, step = [], 1
         for d in reversed(x.shape):
@@ -49,7 +55,9 @@ def view_of(x, param_name: str) -> ArrayView:
         except Exception as e:  # a device array numpy cannot view
             raise TypeError(f"argument '{param_name}': cannot read this {type(x).__name__} through DLPack "
                             f"on the CPU ({e})") from e
-        return view_of(arr, param_name)
+        v = view_of(arr, param_name)
+        v.readonly = False  # the producer's own memory: numpy's flag on the view is not the owner's
+        return v
     raise TypeError(f"argument '{param_name}' must be an array (numpy, torch, any DLPack tensor, or a "
                     f"tilelang.jit.webgpu.DeviceArray), "
                     f"got {type(x).__name__}")
@@ -115,6 +123,39 @@ def dim_spec(expr):
 def shape_text(shape) -> str:
     parts = [str(e.value) if e.kind == "IntImm" else repr(e) for e in shape]
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def scalar_rule(dtype: str):
+    """How a scalar argument of dtype is checked: ("int", (lowest, highest)) for integers,
+    ("float", None) or ("bool", None)."""
+    if dtype == "bool":
+        return ("bool", None)
+    npd = numpy_dtype(dtype)
+    if npd is not None and np.issubdtype(npd, np.integer):
+        info = np.iinfo(npd)
+        return ("int", (int(info.min), int(info.max)))
+    return ("float", None)
+
+
+def check_scalar(kernel_name: str, param, rule, value):
+    """value as the Python number passed to the kernel, or a TypeError / ValueError that
+    names the parameter: a float for an integer parameter is not truncated, an integer out
+    of the dtype's range is not wrapped."""
+    if not isinstance(value, (int, float, bool, np.integer, np.floating, np.bool_)):
+        raise TypeError(f"{kernel_name}: argument '{param.name}' must be a {param.dtype} scalar, "
+                        f"got {type(value).__name__}")
+    kind, bounds = rule
+    if kind == "int":
+        if isinstance(value, (float, np.floating)):
+            raise TypeError(f"{kernel_name}: argument '{param.name}' is an integer ({param.dtype}) parameter, "
+                            f"got the float {value!r}; pass an int (int(x) if truncation is meant)")
+        v = int(value)
+        lo, hi = bounds
+        if not lo <= v <= hi:
+            raise ValueError(f"{kernel_name}: argument '{param.name}' = {v} is out of range for {param.dtype} "
+                             f"(from {lo} to {hi})")
+        return v
+    return value
 
 
 def allocate(lib: str, shape, dtype: str, like=None):

@@ -12,7 +12,7 @@ from .. import _C
 from ..dtypes import numpy_dtype
 from ..errors import TileLangPerformanceWarning
 from . import cache
-from .adapter import Binder, allocate, dim_spec, shape_text, view_of
+from .adapter import Binder, allocate, check_scalar, dim_spec, scalar_rule, shape_text, view_of
 from .backends import backend_for, resolve_target
 
 _PACKAGE_VERSION = "0.1.0"
@@ -46,18 +46,76 @@ def _core_identity() -> str:
     return _core_id
 
 
-def _normalise_out_idx(out_idx, n_params):
+def _normalise_out_idx(out_idx, params):
+    """out_idx as sorted parameter indices: ints (negative ones count from the end), each
+    naming a different parameter."""
     if out_idx is None:
         return []
-    if isinstance(out_idx, int):
-        out_idx = [out_idx]
-    out = []
-    for i in out_idx:
-        j = i + n_params if i < 0 else i
-        if not 0 <= j < n_params:
-            raise ValueError(f"out_idx {i} is out of range for a kernel with {n_params} parameters")
-        out.append(j)
-    return sorted(set(out))
+    items = [out_idx] if isinstance(out_idx, (int, np.integer)) else out_idx
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(f"out_idx must be an int or a list of ints, got {out_idx!r} ({type(out_idx).__name__})")
+    n = len(params)
+    seen = {}
+    for i in items:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"out_idx must be an int or a list of ints, got the entry {i!r} ({type(i).__name__})")
+        j = int(i) + n if i < 0 else int(i)
+        if not 0 <= j < n:
+            raise ValueError(f"out_idx {i} is out of range for a kernel with {n} parameters")
+        if j in seen:
+            raise ValueError(f"out_idx names parameter '{params[j].name}' twice ({seen[j]} and {i})")
+        seen[j] = i
+    return sorted(seen)
+
+
+# Pass configuration keys of TileLang: accepted so that kernels written for it compile
+# unchanged. None of them changes what this compiler generates today; a key outside this
+# list is a typo or an option of another compiler, and is rejected.
+KNOWN_PASS_CONFIGS = frozenset({
+    "tl.Simplify", "tl.dynamic_alignment", "tl.disable_dynamic_tail_split", "tl.disable_warp_specialized",
+    "tl.enable_fast_math", "tl.disable_fast_math", "tl.ptxas_register_usage_level", "tl.enable_ptxas_verbose_output",
+    "tl.device_compile_flags", "tl.config_index_bitwidth", "tl.disable_tma_lower", "tl.disable_safe_memory_legalize",
+    "tl.disable_vectorize_256", "tl.disable_wgmma", "tl.debug_merge_shared_memory_allocations",
+    "tl.enable_aggressive_shared_memory_merge", "tl.disable_shared_memory_reuse", "tl.disable_shuffle_elect",
+    "tl.disable_loop_unswitching", "tl.disable_thread_storage_sync", "tl.force_let_inline",
+    "tl.disable_out_of_bound_warning", "tl.enable_dump_ir", "tl.dump_ir_path", "tl.enable_async_copy",
+    "tl.enable_lower_ldgstg", "tl.enable_lower_ldgstg_predicated", "tl.disable_data_race_check",
+    "tl.disable_buffer_init_check", "tl.enable_fp32x2_reduction", "tl.emit_line_directives",
+    "tl.ast_print_enable", "tl.layout_visualization_enable", "tl.layout_visualization_formats",
+    "tl.storage_rewrite_detect_inplace", "tl.pass_profile", "tl.pass_profile_threshold_ms",
+    "tl.enable_vectorize_planner_verbose",
+    "tir.disable_vectorize", "tir.disable_storage_rewrite", "tir.disable_cse_tir", "tir.enable_debug",
+    "tir.merge_static_smem", "tir.noalias", "tir.use_async_copy", "tir.enable_equiv_terms_in_cse_tir",
+    "tir.Simplify", "tir.add_lower_pass", "cuda.kernels_output_dir",
+})
+
+
+def _check_pass_configs(pass_configs):
+    if pass_configs is None:
+        return {}
+    if not hasattr(pass_configs, "items"):
+        raise TypeError(f"pass_configs must be a dict {{'tl.<option>': value}}, got {type(pass_configs).__name__}")
+    out = {}
+    for key, value in pass_configs.items():
+        name = getattr(key, "value", key)  # an enum member of pass config keys
+        if not isinstance(name, str) or name not in KNOWN_PASS_CONFIGS:
+            import difflib
+            close = difflib.get_close_matches(str(name), sorted(KNOWN_PASS_CONFIGS), n=1)
+            raise ValueError(f"unknown pass config {name!r}: pass configs are TileLang's 'tl.<option>' keys"
+                             + (f"; did you mean {close[0]!r}?" if close else ""))
+        out[name] = value
+    return out
+
+
+def _user_location():
+    """(file, line) of the innermost caller outside this package: where a compile call
+    that names a bad target was written."""
+    import sys
+    package = str(Path(__file__).resolve().parent.parent)
+    frame = sys._getframe(1)
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
+        frame = frame.f_back
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("", 0)
 
 
 def _current_torch_stream(device):
@@ -79,13 +137,16 @@ def _stage(arr, keep):
     return dev.data_ptr()
 
 
-def _unstage(keep):
+def _unstage(keep, written):
+    """Copies back the staged arrays the kernel wrote (written: their ids); inputs, which may
+    be read-only, are left alone."""
     if not keep:
         return
     import torch
     torch.cuda.synchronize()
     for arr, dev in keep:
-        arr.reshape(-1).view(np.uint8)[:] = dev.cpu().numpy()
+        if id(arr) in written:
+            arr.reshape(-1).view(np.uint8)[:] = dev.cpu().numpy()
 
 
 _warned = set()
@@ -108,15 +169,15 @@ class JITKernel:
         if not isinstance(func, PrimFunc):
             raise TypeError(f"tilelang.compile expects a @T.prim_func, got {type(func).__name__}")
         self.prim_func = func
+        # A bad target is the compile call's mistake: its error points there, not at the
+        # kernel's last parsed line.
+        _C.set_span(*_user_location(), 0)
         self.target = resolve_target(target)
-        self.pass_configs = dict(pass_configs or {})
-        for key in self.pass_configs:
-            if not str(key).startswith("tl."):
-                raise ValueError(f"unknown pass config '{key}': pass configs are named 'tl.<option>'")
+        self.pass_configs = _check_pass_configs(pass_configs)
         self.compile_flags = list(compile_flags or [])
         self.verbose = verbose
         params = func.params
-        self.out_idx = _normalise_out_idx(out_idx, len(params))
+        self.out_idx = _normalise_out_idx(out_idx, params)
         for j in self.out_idx:
             if params[j].kind != "buffer":
                 raise ValueError(f"out_idx names parameter '{params[j].name}', which is a scalar")
@@ -158,6 +219,9 @@ class JITKernel:
     # ------------------------------------------------------------------ call
     def _prepare_call(self):
         self._param_np_dtypes = [numpy_dtype(p.dtype) for p in self.params]
+        self._scalar_rules = [scalar_rule(p.dtype) if p.kind == "scalar" else None for p in self.params]
+        # The buffers a call must be able to write: those the kernel writes, and outputs.
+        self._written = set(self.prim_func.handle.written_params()) | set(self.out_idx)
         self._shape_var_names = [v.name for v in self._shape_vars]
         self._dim_specs = [[dim_spec(e) for e in p.shape] if p.kind == "buffer" else None for p in self.params]
         self._stride_specs = [[dim_spec(e) for e in p.strides] if p.kind == "buffer" else None
@@ -186,13 +250,15 @@ class JITKernel:
                 continue
             a = next(arg_iter)
             if p.kind == "scalar":
-                if not isinstance(a, (int, float, bool, np.integer, np.floating, np.bool_)):
-                    raise TypeError(f"{name}: argument '{p.name}' must be a {p.dtype} scalar, "
-                                    f"got {type(a).__name__}")
+                a = check_scalar(name, p, self._scalar_rules[i], a)
                 values[i] = a
                 binder.values.setdefault(p.name, a)
                 continue
             v = view_of(a, p.name)
+            if v.readonly and i in self._written:
+                raise ValueError(f"{name}: argument '{p.name}' is a read-only array, but the kernel writes it; "
+                                 "pass a writeable array (a.copy(), or set a.flags.writeable = True if the "
+                                 "memory may be written)")
             if v.lib in ("torch", "webgpu"):
                 lib, like = v.lib, v.obj
             staged = device == "cuda" and v.device == "cpu" and v.lib == "numpy"
@@ -215,7 +281,7 @@ class JITKernel:
             if stream is None and lib == "torch":
                 stream = _current_torch_stream(like.device)
             self._executable.run(values, shapes, int(stream or 0))
-            _unstage(keep)
+            _unstage(keep, {id(arrays[i]) for i in self._written if i in arrays})
         elif getattr(self._backend, "takes_arrays", False):
             # Host arrays as numpy; WebGPU DeviceArrays stay where they are.
             host = {i: a if isinstance(a, np.ndarray) or getattr(a, "__tilelang_webgpu__", False)

@@ -218,20 +218,23 @@ class WebGPUExecutable:
         self.status = None
         self.max_buffer_bytes = min(limits["max-buffer-size"], limits["max-storage-buffer-binding-size"])
         self.max_groups = limits["max-compute-workgroups-per-dimension"]
+        # The adapter's limits are checked here, where the adapter is known; the errors
+        # point at the T.Kernel whose launch exceeds them.
+        where = (info.get("kernel_file") or None, info.get("kernel_line") or None)
         threads = int(np.prod(info["workgroup_size"]))
         if threads > limits["max-compute-invocations-per-workgroup"]:
             raise TileLangUnsupportedError(
                 f"not supported on webgpu: {threads} threads per block; the adapter allows "
-                f"{limits['max-compute-invocations-per-workgroup']}", None, None, "launch fewer threads per block")
+                f"{limits['max-compute-invocations-per-workgroup']}", *where, "launch fewer threads per block")
         if info["workgroup_bytes"] > limits["max-compute-workgroup-storage-size"]:
             raise TileLangUnsupportedError(
                 f"not supported on webgpu: the kernel needs {info['workgroup_bytes']} bytes of shared (workgroup) "
-                f"memory; the adapter allows {limits['max-compute-workgroup-storage-size']}", None, None,
+                f"memory; the adapter allows {limits['max-compute-workgroup-storage-size']}", *where,
                 "use smaller shared tiles")
         if len(self.buffers) > limits["max-storage-buffers-per-shader-stage"]:
             raise TileLangUnsupportedError(
                 f"not supported on webgpu: {len(self.buffers)} buffer parameters; the adapter allows "
-                f"{limits['max-storage-buffers-per-shader-stage']}", None, None, "pass fewer tensors")
+                f"{limits['max-storage-buffers-per-shader-stage']}", *where, "pass fewer tensors")
         try:
             module = device.create_shader_module(code=self.source)
             entries = [{"binding": i, "visibility": wgpu.ShaderStage.COMPUTE,

@@ -1,7 +1,10 @@
 """T.Kernel: the launch of a grid of blocks, and the indices available inside it."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _C
+from ..ir import is_expr
 from ..parser import builder as _builder
 
 
@@ -17,12 +20,26 @@ def Kernel(*grid, threads=128, is_cpu=False, prelude=None):
         raise TypeError("T.Kernel needs at least one grid extent")
     if len(grid) > 3:
         raise TypeError(f"T.Kernel takes 1 to 3 grid extents, got {len(grid)}")
-    if isinstance(threads, int):
-        threads = [threads]
-    threads = [int(t) for t in threads]
-    if not 1 <= len(threads) <= 3:
-        raise TypeError("threads= takes 1 to 3 extents")
-    return KernelSpec(grid, threads, prelude)
+    return KernelSpec(grid, _thread_extents(threads), prelude)
+
+
+def _thread_extents(threads):
+    """threads= as a list of Python ints, known when the kernel is compiled (their values
+    are checked with the other launch extents, in the compiler's check_tile_ops)."""
+    type_error = _builder.error_cls("TileLangTypeError")
+    items = list(threads) if isinstance(threads, (list, tuple)) else [threads]
+    if not 1 <= len(items) <= 3:
+        raise _builder.error(type_error, f"T.Kernel: threads= takes 1 to 3 extents, got {len(items)}",
+                             "write threads=128 or threads=[32, 4]")
+    out = []
+    for t in items:
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+            what = "a kernel value" if is_expr(t) else f"{t!r} ({type(t).__name__})"
+            raise _builder.error(type_error, f"T.Kernel: threads must be Python ints, got {what}",
+                                 "the block shape is fixed when the kernel is compiled: pass an int "
+                                 "such as threads=128 (a parameter of the function that builds the kernel)")
+        out.append(int(t))
+    return out
 
 
 def get_thread_binding(dim: int = 0):

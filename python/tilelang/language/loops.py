@@ -31,12 +31,21 @@ def Parallel(*extents, coalesced_width=None, loop_layout=None):
 def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None, group=None):
     """A loop whose iterations the compiler overlaps (copies of the next with compute of this)."""
     rng = (0, start) if stop is None else (start, stop - start)
-    attrs = {"num_stages": int(num_stages)}
+    # Schedule options are Python ints, fixed when the kernel is compiled (their values are
+    # checked with the loop, in the compiler's check_tile_ops).
+    attrs = {"num_stages": _python_int(num_stages, "num_stages")}
     if order is not None:
-        attrs["order"] = [int(x) for x in order]
+        attrs["order"] = [_python_int(x, "order entries") for x in order]
     if stage is not None:
-        attrs["stage"] = [int(x) for x in stage]
+        attrs["stage"] = [_python_int(x, "stage entries") for x in stage]
     return LoopSpec("pipelined", [rng], attrs)
+
+
+def _python_int(x, what):
+    import numpy as np
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"T.Pipelined: {what} must be Python ints, got {x!r} ({type(x).__name__})")
+    return int(x)
 
 
 def serial(*args, annotations=None):

@@ -9,21 +9,14 @@ from .types import GemmWarpPolicy
 
 
 def _region_of_load(load, other_shape, what):
-    """`A[i, j]` given where a region is expected: a region starting there, shaped like the
-    other operand (its extents aligned to A's trailing dimensions)."""
+    """`A[i, j]` given where a region is expected: a point when other_shape is None, else a
+    region starting there with the other operand's extents, dimension for dimension (the
+    rule is op/region.cc's region_at_point)."""
     handle, indices = _C.load_parts(load)
     buf = Buffer(handle)
-    rank = len(indices)
     if other_shape is None:
         return Region(buf, [(i, 1) for i in indices])
-    other = list(other_shape)
-    if len(other) > rank:
-        raise _builder.error(
-            TileLangShapeError,
-            f"{what}: {buf.name}[...] starts a region of rank {rank}, but the other operand has rank {len(other)}",
-            "give the region explicitly with slices, e.g. A[i:i + 64, j:j + 32]")
-    extents = [1] * (rank - len(other)) + other
-    return Region(buf, list(zip(indices, extents)))
+    return Region(buf, _C.region_at_point(load, list(other_shape), what))
 
 
 def _as_region(x, other_shape, what, role):
@@ -66,17 +59,9 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
         src_r = _region_of_load(src, None, "T.copy")
         dst_r = _region_of_load(dst, None, "T.copy")
     else:
-        src_r = _as_region(src, _squeeze(dst_ext), "T.copy", "source")
-        dst_r = _as_region(dst, _squeeze([e for _, e in src_r.ranges]), "T.copy", "destination")
+        src_r = _as_region(src, dst_ext, "T.copy", "source")
+        dst_r = _as_region(dst, [e for _, e in src_r.ranges], "T.copy", "destination")
     _emit("copy", [src_r, dst_r])
-
-
-def _squeeze(extents):
-    if extents is None:
-        return None
-    out = [e for e in extents if not (isinstance(e, int) and e == 1)
-           and not (is_expr(e) and e.kind == "IntImm" and e.value == 1)]
-    return out
 
 
 def fill(buffer, value):
@@ -99,11 +84,21 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
     _emit("gemm", regions, (), attrs)
 
 
+def _dim(dim, rank, what, buf):
+    """dim normalised to [0, rank); out of range is an error that quotes the dim given."""
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise _builder.error(TileLangTypeError, f"{what}: dim must be a Python int, got {dim!r}")
+    if not -rank <= dim < rank:
+        raise _builder.error(TileLangShapeError,
+                             f"{what}: dim {dim} out of range for {buf.buffer.name} of rank {rank}",
+                             f"dim must lie in [{-rank}, {rank}) (negative dims count from the end)")
+    return dim + rank if dim < 0 else dim
+
+
 def _reduce(kind, buffer, out, dim, clear):
     src = _as_region(buffer, None, f"T.reduce_{kind}", "source")
     dst = _as_region(out, None, f"T.reduce_{kind}", "destination")
-    rank = len(src.ranges)
-    d = dim + rank if dim < 0 else dim
+    d = _dim(dim, len(src.ranges), f"T.reduce_{kind}", src)
     _emit("reduce", [src, dst], (), {"type": kind, "dim": int(d), "clear": int(bool(clear))})
 
 
@@ -131,8 +126,7 @@ def cumsum(src, dst=None, dim=0, reverse=False):
     """Inclusive prefix sum along dim (in place when dst is omitted)."""
     s = _as_region(src, None, "T.cumsum", "source")
     d = s if dst is None else _as_region(dst, None, "T.cumsum", "destination")
-    rank = len(s.ranges)
-    dim = dim + rank if dim < 0 else dim
+    dim = _dim(dim, len(s.ranges), "T.cumsum", s)
     _emit("cumsum", [s, d], (), {"dim": int(dim), "reverse": int(bool(reverse))})
 
 
@@ -142,8 +136,8 @@ def _atomic(kind, dst, value):
         b.emit(_C.evaluate(_C.call_void(f"atomic_{kind}", [dst, value])))
         return
     src_ext = _extents(value)
-    d = _as_region(dst, _squeeze(src_ext), f"T.atomic_{kind}", "destination")
-    s = _as_region(value, _squeeze([e for _, e in d.ranges]), f"T.atomic_{kind}", "value")
+    d = _as_region(dst, src_ext, f"T.atomic_{kind}", "destination")
+    s = _as_region(value, [e for _, e in d.ranges], f"T.atomic_{kind}", "value")
     _emit(f"atomic_{kind}", [d, s])
 
 

@@ -258,6 +258,12 @@ class Parser:
             obj[key] = value  # a Python container
 
     def stmt_Return(self, node):
+        # Inside kernel code (a T.Kernel block, a kernel loop or branch) a return would end
+        # the parse and drop the statements around it: the kernel has no early exit.
+        if any(s.ir for s in self.scopes):
+            raise self.error(TileLangSyntaxError, "'return' inside a kernel body", node,
+                             "a kernel runs to its end: put the remaining work under an `if` instead of "
+                             "returning early")
         raise _Return(None if node.value is None else self.ev(node.value))
 
     def stmt_Break(self, node):
@@ -483,6 +489,16 @@ class Parser:
         if isinstance(a, (Buffer, Region)) or isinstance(b, (Buffer, Region)):
             raise self.error(TileLangTypeError, "arithmetic on a whole buffer", node,
                              "index the buffer (A[i, j]) inside a T.Parallel loop")
+        if op in (operator.and_, operator.or_) and (is_expr(a) or is_expr(b)):
+            # On kernel values `&` and `|` are the logical operators of conditions (as in
+            # TileLang); on numbers they would silently compute something else.
+            for x in (a, b):
+                dtype = x.dtype if is_expr(x) else type(x).__name__
+                if dtype != "bool":
+                    sym = "&" if op is operator.and_ else "|"
+                    raise self.error(TileLangTypeError, f"operator '{sym}' on a value of type {dtype}", node,
+                                     f"'{sym}' combines conditions, e.g. (a > 0) {sym} (b > 0); bitwise "
+                                     "operations on numbers are not supported in kernels")
         return op(a, b)
 
     def ex_BinOp(self, node):
@@ -527,6 +543,11 @@ class Parser:
                 result = result and r
             left = right
         return result
+
+    def ex_NamedExpr(self, node):
+        """`(t := value)`: binds t like an assignment and gives its value."""
+        self.assign(node.target, self.ev(node.value), node)
+        return self.ev(node.target)
 
     def ex_IfExp(self, node):
         cond = self.ev(node.test)

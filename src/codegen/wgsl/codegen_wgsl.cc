@@ -4,6 +4,7 @@
 #include <functional>
 #include <cstdio>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -244,6 +245,17 @@ class WgslCodegen {
     // side (273 % -5 gave 273, -461 % 15 gave 5) while `/` was right. `&` where `&&` would
     // branch.
     if (need_truncmod_) h += "fn tl_truncmod(a: i32, b: i32) -> i32 {\n  return a - (a / b) * b;\n}\n";
+    // Float max and min return NaN when an operand is NaN, as numpy's maximum and minimum do
+    // (WGSL's may return the other operand). NaN is read from the bits, which no assumption
+    // of finite math can fold away.
+    for (const std::string& t : nan_min_max_) {
+      std::string bits = t == "f16" ? "(bitcast<u32>(vec2<f16>(x, 0.0h)) & 0x7fffu) > 0x7c00u"
+                                    : "(bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u";
+      h += "fn tl_isnan_" + t + "(x: " + t + ") -> bool {\n  return " + bits + ";\n}\n";
+      for (const char* f : {"max", "min"})
+        h += "fn tl_" + std::string(f) + "_" + t + "(a: " + t + ", b: " + t + ") -> " + t +
+             " {\n  return select(select(" + f + "(a, b), b, tl_isnan_" + t + "(b)), a, tl_isnan_" + t + "(a));\n}\n";
+    }
     if (need_floordiv_)
       h += "fn tl_floordiv(a: i32, b: i32) -> i32 {\n  let q = a / b;\n  let r = a - q * b;\n"
            "  return select(q, q - 1, (r != 0) & ((r < 0) != (b < 0)));\n}\n";
@@ -396,8 +408,14 @@ class WgslCodegen {
         if (t.is_uint() || (nonneg(n->a) && nonneg(n->b))) return infix("%");
         need_floormod_ = true;
         return "tl_floormod(" + a + ", " + b + ")";
-      case BinaryOp::Min: return "min(" + a + ", " + b + ")";
-      case BinaryOp::Max: return "max(" + a + ", " + b + ")";
+      case BinaryOp::Min:
+      case BinaryOp::Max: {
+        const char* f = n->op == BinaryOp::Max ? "max" : "min";
+        if (!fl) return std::string(f) + "(" + a + ", " + b + ")";
+        std::string type = scalar_type(t, sp);
+        nan_min_max_.insert(type);
+        return "tl_" + std::string(f) + "_" + type + "(" + a + ", " + b + ")";
+      }
       case BinaryOp::EQ: return infix("==");
       case BinaryOp::NE: return infix("!=");
       case BinaryOp::LT: return infix("<");
@@ -621,6 +639,7 @@ class WgslCodegen {
   // Copies of a statement that nested written-out loops make at most (the rest stay loops).
   static constexpr int64_t kMaxUnrolledCopies = 64;
   int64_t unroll_copies_ = 1;
+  std::set<std::string> nan_min_max_;  // the float types whose max/min helpers are used
   bool uses_f16_ = false, uses_subgroups_ = false, need_truncmod_ = false, need_floordiv_ = false, need_floormod_ = false;
   std::unordered_set<std::string> used_;
   std::unordered_map<const VarNode*, std::string> var_names_;

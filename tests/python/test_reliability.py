@@ -1,0 +1,590 @@
+"""Programs and calls that used to give wrong answers, crash or be accepted silently.
+
+Wrong-answer cases are compared with numpy on random inputs (sizes with tails) on every
+target of the suite's fixture; rejected input is checked for its exception type, the
+message's fragment and, for compile errors, the file:line of the offending statement
+(found through the marker comment ``<<err:NAME>>`` on it).
+"""
+import os
+import re
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import _C
+from tilelang.errors import TileLangShapeError, TileLangSyntaxError, TileLangTypeError, TileLangUnsupportedError
+
+F32 = "float32"
+CUDA = "cuda -arch=sm_90a"
+
+with open(os.path.abspath(__file__), encoding="utf-8") as _f:
+    _SOURCE_LINES = _f.read().splitlines()
+
+
+def marker_line(name):
+    token = "<<err:" + name + ">>"
+    hits = [n for n, text in enumerate(_SOURCE_LINES, start=1) if token in text]
+    assert len(hits) == 1, f"marker {token} must appear exactly once"
+    return hits[0]
+
+
+def check_located(err, marker, *pieces):
+    """err's message starts with this file's name and the marker's line and contains each piece."""
+    msg = err.args[0] if err.args and isinstance(err.args[0], str) else str(err)
+    m = re.match(r"(.+?):(\d+):", msg)
+    assert m, f"message does not start with '<file>:<line>:': {msg!r}"
+    assert os.path.basename(m.group(1)) == os.path.basename(__file__), msg
+    assert int(m.group(2)) == marker_line(marker), msg
+    for p in pieces:
+        assert p.lower() in msg.lower(), f"{p!r} not in {msg!r}"
+
+
+def _nvrtc_reason():
+    try:
+        _C.nvrtc_id()
+        return None
+    except Exception as e:  # the library is missing or unusable
+        return str(e).splitlines()[0]
+
+
+# ---------------------------------------------------------------- 1. copy regions at a point
+
+def run_into_nan(k, *inputs):
+    """k(*inputs, out) with out filled with NaN first, so that an element the kernel does
+    not write cannot match by chance (np.empty may hand back a previous result's memory)."""
+    out = np.full_like(inputs[0], np.nan)
+    k(*inputs, out)
+    return out
+
+
+def copy_tile_2d(M, N, tm, tn, scope):
+    """Out = A, through tiles of shape (tm, tn) placed by T.copy(A[i, j], tile)."""
+    alloc = T.alloc_shared if scope == "shared" else T.alloc_fragment
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), F32), Out: T.Tensor((M, N), F32)):
+        with T.Kernel(T.ceildiv(N, tn), T.ceildiv(M, tm), threads=32) as (bx, by):
+            t = alloc((tm, tn), F32)
+            T.copy(A[by * tm, bx * tn], t)
+            T.copy(t, Out[by * tm, bx * tn])
+
+    return main
+
+
+def copy_tile_3d(B, M, N, tb, tm, tn):
+    @T.prim_func
+    def main(A: T.Tensor((B, M, N), F32), Out: T.Tensor((B, M, N), F32)):
+        with T.Kernel(T.ceildiv(N, tn), T.ceildiv(M, tm), T.ceildiv(B, tb), threads=32) as (bx, by, bz):
+            t = T.alloc_shared((tb, tm, tn), F32)
+            T.copy(A[bz * tb, by * tm, bx * tn], t)
+            T.copy(t, Out[bz * tb, by * tm, bx * tn])
+
+    return main
+
+
+def copy_tile_into_4d(H, B, M, N):
+    """A (4, 1, 8) tile at a point of a 4-D tensor: the region pads a leading 1."""
+    @T.prim_func
+    def main(A: T.Tensor((H, B, M, N), F32), Out: T.Tensor((H, B, M, N), F32)):
+        with T.Kernel(T.ceildiv(N, 8), M, T.ceildiv(B, 4) * H, threads=32) as (bx, by, bz):
+            h = bz // T.ceildiv(B, 4)
+            b = bz % T.ceildiv(B, 4)
+            t = T.alloc_shared((4, 1, 8), F32)
+            T.copy(A[h, b * 4, by, bx * 8], t)
+            T.copy(t, Out[h, b * 4, by, bx * 8])
+
+    return main
+
+
+def column_scale(M, N):
+    """A column computed in a (8, 1) fragment and stored through a slice region and a point."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), F32), Out: T.Tensor((M, N), F32)):
+        with T.Kernel(N, T.ceildiv(M, 8), threads=32) as (bx, by):
+            s = T.alloc_shared((8, 4), F32)
+            f = T.alloc_fragment((8, 1), F32)
+            T.clear(s)
+            T.copy(A[by * 8, bx], s[0:8, 2])
+            for i, j in T.Parallel(8, 1):
+                f[i, j] = s[i, 2] * 3.0
+            T.copy(f, Out[by * 8, bx])
+
+    return main
+
+
+@pytest.mark.parametrize("scope", ["shared", "fragment"])
+@pytest.mark.parametrize("tm,tn", [(8, 1), (1, 8), (4, 1), (16, 1)])
+def test_copy_at_a_point_takes_the_tile_extents_in_order(target, rng, scope, tm, tn):
+    M, N = 37, 21
+    k = tilelang.compile(copy_tile_2d(M, N, tm, tn, scope), target=target)
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    np.testing.assert_array_equal(run_into_nan(k, a), a)
+
+
+@pytest.mark.parametrize("tb,tm,tn", [(4, 1, 8), (1, 8, 1), (2, 1, 1), (4, 8, 1)])
+def test_copy_at_a_point_of_a_3d_tensor(target, rng, tb, tm, tn):
+    B, M, N = 9, 11, 19
+    k = tilelang.compile(copy_tile_3d(B, M, N, tb, tm, tn), target=target)
+    a = rng.standard_normal((B, M, N)).astype(np.float32)
+    np.testing.assert_array_equal(run_into_nan(k, a), a)
+
+
+def test_copy_of_a_lower_rank_tile_pads_leading_unit_extents(target, rng):
+    H, B, M, N = 2, 6, 3, 13
+    k = tilelang.compile(copy_tile_into_4d(H, B, M, N), target=target)
+    a = rng.standard_normal((H, B, M, N)).astype(np.float32)
+    np.testing.assert_array_equal(run_into_nan(k, a), a)
+
+
+def test_copy_of_a_column_through_slices_and_fragments(target, rng):
+    M, N = 29, 5
+    k = tilelang.compile(column_scale(M, N), target=target)
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    np.testing.assert_allclose(run_into_nan(k, a), a * 3.0, rtol=1e-6)
+
+
+def test_copy_region_rank_that_cannot_fit_is_a_shape_error():
+    with pytest.raises(TileLangShapeError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((64,), F32)):
+            with T.Kernel(1, threads=32):
+                t = T.alloc_shared((4, 16), F32)
+                T.copy(A[0], t)  # <<err:copy_rank>>
+    check_located(e.value, "copy_rank", "starts a region of rank 1", "4 x 16")
+
+
+# ---------------------------------------------------------------- 2. return in a kernel
+
+def test_return_inside_a_kernel_is_a_syntax_error():
+    with pytest.raises(TileLangSyntaxError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((128,), F32), B: T.Tensor((128,), F32)):
+            with T.Kernel(1, threads=128):
+                for i in T.Parallel(128):
+                    B[i] = A[i]
+                return  # <<err:return_kernel>>
+    check_located(e.value, "return_kernel", "'return' inside a kernel body")
+
+
+def test_return_inside_a_branch_on_a_tensor_value_is_a_syntax_error():
+    with pytest.raises(TileLangSyntaxError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((128,), F32), B: T.Tensor((128,), F32)):
+            with T.Kernel(1, threads=128):
+                if A[0] > 0:
+                    return  # <<err:return_branch>>
+                for i in T.Parallel(128):
+                    B[i] = A[i]
+    check_located(e.value, "return_branch", "'return' inside a kernel body")
+
+
+def test_return_inside_a_macro_branch_is_a_syntax_error():
+    @T.macro
+    def guarded_copy(A, B):
+        if A[0] > 0:
+            return  # <<err:return_macro>>
+        for i in T.Parallel(128):
+            B[i] = A[i]
+
+    with pytest.raises(TileLangSyntaxError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((128,), F32), B: T.Tensor((128,), F32)):
+            with T.Kernel(1, threads=128):
+                guarded_copy(A, B)
+    check_located(e.value, "return_macro", "'return' inside a kernel body")
+
+
+def test_a_macro_still_returns_a_value(target):
+    @T.macro
+    def doubled(x):
+        return x * 2.0
+
+    @T.prim_func
+    def main(A: T.Tensor((128,), F32), B: T.Tensor((128,), F32)):
+        with T.Kernel(1, threads=128):
+            for i in T.Parallel(128):
+                B[i] = doubled(A[i])
+
+    k = tilelang.compile(main, out_idx=[1], target=target)
+    a = np.arange(128, dtype=np.float32)
+    np.testing.assert_array_equal(k(a), 2 * a)
+
+
+# ---------------------------------------------------------------- 3. launch shapes and extents
+
+def launch(threads, extent):
+    @T.prim_func
+    def main(A: T.Tensor((128,), F32), B: T.Tensor((128,), F32)):
+        with T.Kernel(1, threads=threads):  # <<err:launch_kernel>>
+            for i in T.Parallel(extent):  # <<err:launch_parallel>>
+                B[i] = A[i]
+
+    return main
+
+
+@pytest.mark.parametrize("threads", [0, -32, [32, 0]])
+def test_threads_below_one_is_a_shape_error(target, threads):
+    func = launch(threads, 128)
+    with pytest.raises(TileLangShapeError) as e:
+        tilelang.compile(func, target=target)
+    check_located(e.value, "launch_kernel", "threads", "at least one thread")
+    with pytest.raises(TileLangShapeError, match="at least one thread"):
+        tilelang.lower(func, target=CUDA)
+
+
+@pytest.mark.parametrize("extent", [0, -4])
+def test_parallel_extent_below_one_is_a_shape_error(target, extent):
+    func = launch(128, extent)
+    with pytest.raises(TileLangShapeError) as e:
+        tilelang.compile(func, target=target)
+    check_located(e.value, "launch_parallel", f"T.Parallel extent of 'i' is {extent}")
+    with pytest.raises(TileLangShapeError, match="T.Parallel extent"):
+        tilelang.lower(func, target=CUDA)
+
+
+@pytest.mark.parametrize("threads,what", [(128.5, "128.5 (float)"), ("n", "a kernel value"), (True, "True")])
+def test_threads_that_are_not_ints_are_a_type_error(threads, what):
+    with pytest.raises(TileLangTypeError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((128,), F32), n: T.int32):
+            with T.Kernel(1, threads=n if threads == "n" else threads):  # <<err:threads_type>>
+                A[0] = 1.0
+    check_located(e.value, "threads_type", "threads must be Python ints", what)
+
+
+# ---------------------------------------------------------------- 5. NaN through max and min
+
+def nan_kernel(M, N, dtype=F32):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), Mx: T.Tensor((M,), dtype),
+             Mn: T.Tensor((M,), dtype), E: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, 16), threads=64) as bx:
+            a = T.alloc_fragment((16, N), dtype)
+            mx = T.alloc_fragment((16,), dtype)
+            mn = T.alloc_fragment((16,), dtype)
+            T.copy(A[bx * 16, 0], a)
+            T.reduce_max(a, mx, dim=1)
+            T.reduce_min(a, mn, dim=1)
+            T.copy(mx, Mx[bx * 16])
+            T.copy(mn, Mn[bx * 16])
+            for i, j in T.Parallel(16, N):
+                E[bx * 16 + i, j] = T.max(A[bx * 16 + i, j], B[bx * 16 + i, j]) + \
+                    T.min(B[bx * 16 + i, j], A[bx * 16 + i, j]) * 2.0
+
+    return main
+
+
+def nan_whole_tile(N):
+    @T.prim_func
+    def main(A: T.Tensor((N,), F32), Out: T.Tensor((2,), F32)):
+        with T.Kernel(1, threads=64):
+            a = T.alloc_fragment((N,), F32)
+            r = T.alloc_fragment((1,), F32)
+            T.copy(A, a)
+            T.reduce_max(a, r, dim=0)
+            T.copy(r, Out[0:1])
+            T.reduce_min(a, r, dim=0)
+            T.copy(r, Out[1:2])
+
+    return main
+
+
+def _with_nans(rng, shape, p):
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[rng.random(shape) < p] = np.nan
+    return x
+
+
+def test_nan_propagates_through_max_and_min(target, rng):
+    M, N = 40, 24
+    k = tilelang.compile(nan_kernel(M, N), out_idx=[2, 3, 4], target=target)
+    a, b = _with_nans(rng, (M, N), 0.03), _with_nans(rng, (M, N), 0.03)
+    a[5, :] = np.nan  # a row of NaN only
+    mx, mn, e = k(a, b)
+    assert np.isnan(mx).any() and not np.isnan(mx).all()
+    np.testing.assert_array_equal(mx, a.max(axis=1))
+    np.testing.assert_array_equal(mn, a.min(axis=1))
+    np.testing.assert_allclose(e, np.maximum(a, b) + np.minimum(b, a) * 2.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("nan_at", [None, 0, 17, 99])
+def test_nan_propagates_through_a_whole_tile_reduction(target, nan_at):
+    a = np.random.default_rng(1).standard_normal(100).astype(np.float32)
+    if nan_at is not None:
+        a[nan_at] = np.nan
+    k = tilelang.compile(nan_whole_tile(100), out_idx=[1], target=target)
+    np.testing.assert_array_equal(k(a), [a.max(), a.min()])
+
+
+def test_nan_constants_fold_like_numpy():
+    nan, one = T.FloatImm(F32, float("nan")), T.FloatImm(F32, 1.0)
+    for x in (T.max(one, nan), T.max(nan, one), T.min(one, nan), T.min(nan, one)):
+        assert x.kind == "FloatImm" and np.isnan(x.value)
+
+
+def test_nan_max_min_compile_for_cuda():
+    reason = _nvrtc_reason()
+    if reason:
+        pytest.skip(f"NVRTC is not available: {reason}")
+    from tilelang.jit.kernel import _include_dir
+    for func in (nan_kernel(64, 32), nan_kernel(64, 32, "float16"), nan_whole_tile(100)):
+        lowered = _C.lower(func.handle, CUDA)
+        source = _C.codegen(lowered, CUDA)
+        assert "y != y" in source  # the NaN-propagating form, not the comparison alone
+        cubin = _C.nvrtc_compile(source, "nan.cu", "sm_90a", [_include_dir()])
+        assert cubin[:4] == b"\x7fELF"
+
+
+# ---------------------------------------------------------------- 6. call arguments
+
+def scaled_copy(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), F32), B: T.Tensor((n,), F32), s: T.int32):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(n):
+                B[i] = A[i] * s
+
+    return main
+
+
+def unsigned_scale(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), F32), B: T.Tensor((n,), F32), s: T.uint8):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(n):
+                B[i] = A[i] * s
+
+    return main
+
+
+def test_read_only_outputs_are_rejected(target):
+    a = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    out.flags.writeable = False
+    for out_idx in (None, [1]):
+        k = tilelang.compile(scaled_copy(64), out_idx=out_idx, target=target)
+        with pytest.raises(ValueError, match="argument 'B' is a read-only array"):
+            k(a, out, 2)
+    assert not out.any()
+
+
+def test_read_only_inputs_are_accepted(target):
+    a = np.arange(64, dtype=np.float32)
+    a.flags.writeable = False
+    k = tilelang.compile(scaled_copy(64), out_idx=[1], target=target)
+    np.testing.assert_array_equal(k(a, 3), a * 3)
+
+
+def test_cumsum_source_is_an_input():
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=64):
+            T.cumsum(A, B)
+
+    assert main.handle.written_params() == [1]
+
+
+def test_non_native_byte_order_is_rejected(target):
+    k = tilelang.compile(scaled_copy(64), target=target)
+    a = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    with pytest.raises(ValueError, match=r"argument 'A' has non-native byte order.*newbyteorder"):
+        k(a.astype(a.dtype.newbyteorder()), out, 2)
+    with pytest.raises(ValueError, match="argument 'B' has non-native byte order"):
+        k(a, out.astype(out.dtype.newbyteorder()), 2)
+
+
+@pytest.mark.parametrize("value", [2.5, 2.0, np.float32(2.0)])
+def test_float_for_an_int_scalar_is_a_type_error(target, value):
+    k = tilelang.compile(scaled_copy(64), out_idx=[1], target=target)
+    with pytest.raises(TypeError, match=r"argument 's' is an integer \(int32\) parameter, got the float"):
+        k(np.ones(64, np.float32), value)
+
+
+@pytest.mark.parametrize("value,dtype,lo,hi", [(2 ** 40, "int32", -2 ** 31, 2 ** 31 - 1),
+                                               (-2 ** 31 - 1, "int32", -2 ** 31, 2 ** 31 - 1),
+                                               (256, "uint8", 0, 255), (-1, "uint8", 0, 255)])
+def test_out_of_range_int_scalar_is_a_value_error(target, value, dtype, lo, hi):
+    func = scaled_copy(64) if dtype == "int32" else unsigned_scale(64)
+    k = tilelang.compile(func, out_idx=[1], target=target)
+    with pytest.raises(ValueError, match=rf"argument 's' = {value} is out of range for {dtype} \(from {lo} to {hi}\)"):
+        k(np.ones(64, np.float32), value)
+    edge = k(np.ones(64, np.float32), np.int64(hi))
+    np.testing.assert_array_equal(edge, np.full(64, hi, np.float32))
+
+
+# ---------------------------------------------------------------- 7. accepted although wrong
+
+@pytest.mark.parametrize("shape", [(0, 4), (16, -2)])
+def test_allocation_extent_below_one_is_a_shape_error(target, shape):
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=32):
+            s = T.alloc_shared(shape, F32)  # <<err:alloc_extent>>
+            A[0] = s[0, 0]
+
+    with pytest.raises(TileLangShapeError) as e:
+        tilelang.compile(main, target=target)
+    check_located(e.value, "alloc_extent", "buffer 's'", "must be at least 1")
+    with pytest.raises(TileLangShapeError, match="buffer 's'"):
+        tilelang.lower(main, target=CUDA)
+
+
+@pytest.mark.parametrize("n", [0, -3])
+def test_tensor_extent_below_one_is_a_shape_error(n):
+    @T.prim_func
+    def main(A: T.Tensor((n, 4), F32)):  # <<err:tensor_extent>>
+        with T.Kernel(1, threads=32):
+            A[0, 0] = 1.0
+
+    with pytest.raises(TileLangShapeError) as e:
+        tilelang.compile(main, target="cpu")
+    check_located(e.value, "tensor_extent", "tensor 'A'", f"is {n}; it must be at least 1")
+
+
+def test_float_extents_are_type_errors():
+    @T.prim_func
+    def grid(A: T.Tensor((64,), F32)):
+        with T.Kernel(16.5, threads=32):  # <<err:float_grid>>
+            A[0] = 1.0
+
+    @T.prim_func
+    def parallel(A: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(16.5):  # <<err:float_parallel>>
+                A[i] = 1.0
+
+    @T.prim_func
+    def alloc(A: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=32):
+            s = T.alloc_fragment((16.5,), F32)  # <<err:float_alloc>>
+            A[0] = s[0]
+
+    for func, marker in ((grid, "float_grid"), (parallel, "float_parallel"), (alloc, "float_alloc")):
+        for target in ("cpu", CUDA):
+            with pytest.raises(TileLangTypeError) as e:
+                tilelang.lower(func, target=target)
+            check_located(e.value, marker, "must be an integer", "16.5")
+
+
+def pipelined(num_stages=2, order=None, stage=None):
+    @T.prim_func
+    def main(A: T.Tensor((256,), F32), B: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=64):
+            s = T.alloc_shared((64,), F32)
+            acc = T.alloc_fragment((64,), F32)
+            T.clear(acc)
+            for k in T.Pipelined(4, num_stages=num_stages, order=order, stage=stage):  # <<err:pipelined>>
+                T.copy(A[k * 64], s)
+                for i in T.Parallel(64):
+                    acc[i] += s[i]
+            T.copy(acc, B)
+
+    return main
+
+
+def test_pipeline_options_are_checked(target):
+    k = tilelang.compile(pipelined(2, [0, 1], [0, 1]), out_idx=[1], target=target)
+    a = np.arange(256, dtype=np.float32)
+    np.testing.assert_array_equal(k(a), a.reshape(4, 64).sum(axis=0))
+    cases = [({"num_stages": -1}, "num_stages is -1"),
+             ({"order": [0, 1, 2], "stage": [0, 0, 1]}, "order has 3 entries but the loop body has 2"),
+             ({"order": [0, 1], "stage": [0]}, "order has 2 entries but stage has 1")]
+    for kwargs, fragment in cases:
+        with pytest.raises(TileLangShapeError) as e:
+            tilelang.compile(pipelined(**kwargs), target=target)
+        check_located(e.value, "pipelined", fragment)
+    with pytest.raises(TileLangTypeError) as e:
+        pipelined(2.5)
+    check_located(e.value, "pipelined", "num_stages must be Python ints", "2.5")
+
+
+@pytest.mark.parametrize("operand", ["float", "int"])
+def test_and_or_on_numbers_is_a_type_error(operand):
+    with pytest.raises(TileLangTypeError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), "int32")):
+            with T.Kernel(1, threads=64):
+                for i in T.Parallel(64):
+                    A[i] = (A[i] & 1.0) if operand == "float" else (B[i] | 1)  # <<err:and_numbers>>
+    check_located(e.value, "and_numbers", "on a value of type", "combines conditions")
+
+
+def test_duplicate_and_malformed_out_idx():
+    func = scaled_copy(64)
+    for out_idx in ([1, 1], [1, -2]):
+        with pytest.raises(ValueError, match="out_idx names parameter 'B' twice"):
+            tilelang.compile(func, out_idx=out_idx, target="cpu")
+    for out_idx in ("1", 1.0, [1.5], [True]):
+        with pytest.raises(TypeError, match="out_idx must be an int or a list of ints"):
+            tilelang.compile(func, out_idx=out_idx, target="cpu")
+
+
+def test_pass_configs_are_checked():
+    func = scaled_copy(64)
+    tilelang.compile(func, target="cpu", pass_configs={"tl.disable_tma_lower": True, "tir.disable_vectorize": True})
+    with pytest.raises(ValueError, match="unknown pass config 'tl.disable_warp_specialised'.*did you mean "
+                                         "'tl.disable_warp_specialized'"):
+        tilelang.compile(func, target="cpu", pass_configs={"tl.disable_warp_specialised": True})
+    for bad in ([("tl.disable_tma_lower", True)], "tl.disable_tma_lower"):
+        with pytest.raises(TypeError, match="pass_configs must be a dict"):
+            tilelang.compile(func, target="cpu", pass_configs=bad)
+
+
+@pytest.mark.parametrize("text,fragment", [("", "the target string is empty"), ("   ", "the target string is empty"),
+                                           ("cpu -mcpu=skylake", "unknown option '-mcpu=skylake'"),
+                                           ("cuda -arhc=sm_90a", "unknown option '-arhc=sm_90a'"),
+                                           ("cuda -arch=90", "'90' is not a CUDA architecture"),
+                                           ("webgpu -fast", "unknown option '-fast'"),
+                                           ("cpux", "unknown target 'cpux'")])
+def test_bad_targets_are_errors_at_the_compile_call(text, fragment):
+    func = scaled_copy(64)
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.compile(func, target=text)  # <<err:bad_target>>
+    check_located(e.value, "bad_target", fragment)
+
+
+# ---------------------------------------------------------------- 8. messages
+
+def test_reduce_dim_out_of_range_quotes_the_dim_given():
+    with pytest.raises(TileLangShapeError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((16, 16), F32), B: T.Tensor((16,), F32)):
+            with T.Kernel(1, threads=32):
+                a = T.alloc_fragment((16, 16), F32)
+                b = T.alloc_fragment((16,), F32)
+                T.copy(A, a)
+                T.reduce_sum(a, b, dim=-3)  # <<err:reduce_dim>>
+                T.copy(b, B)
+    check_located(e.value, "reduce_dim", "dim -3 out of range", "[-2, 2)")
+
+
+def test_walrus_binds_a_name(target, rng):
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                B[i] = (t := A[i] * 2.0) + t * t
+
+    k = tilelang.compile(main, out_idx=[1], target=target)
+    a = rng.standard_normal(64).astype(np.float32)
+    np.testing.assert_allclose(k(a), 2 * a + (2 * a) ** 2, rtol=1e-5, atol=1e-6)
+
+
+def test_webgpu_limit_errors_name_the_kernel_line():
+    from conftest import target_unavailable_reason
+    reason = target_unavailable_reason("webgpu")
+    if reason:
+        pytest.skip(f"webgpu not available: {reason}")
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=[1024, 4]):  # <<err:webgpu_threads>>
+            for i in T.Parallel(64):
+                A[i] = 1.0
+
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.compile(main, target="webgpu")
+    check_located(e.value, "webgpu_threads", "not supported on webgpu: 4096 threads per block")
