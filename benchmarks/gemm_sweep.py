@@ -136,6 +136,7 @@ def main():
     ap.add_argument("--label", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--refs", action="store_true")
+    ap.add_argument("--dtypes", default="bfloat16,float16,float8_e4m3")
     args = ap.parse_args()
     # Every compile is a cold one: no disk cache for either implementation.
     os.environ["TILELANG_DISABLE_CACHE"] = "1"
@@ -144,10 +145,13 @@ def main():
     squares = [4096, 8192] if args.quick else SQUARES
     llm = [(4096, 4096, 4096), (8192, 14336, 4096)] if args.quick else [
         (m, n, k) for m in (4096, 8192) for (n, k) in LLM_NK]
-    for dtype in ("bfloat16",) if args.quick else ("bfloat16", "float16"):
-        sweep(args.label, dtype, [(s, s, s) for s in squares] + llm, CONFIGS_16BIT, args.refs)
-    sweep(args.label, "float8_e4m3", [(s, s, s) for s in ([8192] if args.quick else [4096, 8192])], CONFIGS_8BIT,
-          args.refs, b_transposed=True)
+    dtypes = args.dtypes.split(",")
+    for dtype in ("bfloat16", "float16"):
+        if dtype in dtypes and not (args.quick and dtype == "float16"):
+            sweep(args.label, dtype, [(s, s, s) for s in squares] + llm, CONFIGS_16BIT, args.refs)
+    if "float8_e4m3" in dtypes:
+        sweep(args.label, "float8_e4m3", [(s, s, s) for s in ([8192] if args.quick else [4096, 8192])],
+              CONFIGS_8BIT, args.refs, b_transposed=True)
 
 
 if __name__ == "__main__":

@@ -36,12 +36,13 @@ if [ "$ONLY" = hopper ]; then
   grep -E "^(FAILED|ERROR)" "$LOGS/pytest_hopper.log" | head -30
   echo "== GEMM sweep: ours"
   export GEMM_SWEEP_DUMP=$LOGS/kernel
-  [ "${SWEEP_ONLY:-}" = upstream ] || $PY benchmarks/gemm_sweep.py --label ours --refs ${2:-} > "$LOGS/sweep_ours.jsonl" 2> "$LOGS/sweep_ours.err"
+  [ "${SWEEP_ONLY:-}" = upstream ] || timeout ${SWEEP_TIMEOUT:-1800} $PY benchmarks/gemm_sweep.py --label ours --refs ${2:-} > "$LOGS/sweep_ours.jsonl" 2> "$LOGS/sweep_ours.err"
   tail -2 "$LOGS/sweep_ours.err"
   if [ -f .ref/tl_site.tar.xz ] && [ "${SWEEP_ONLY:-}" != ours ]; then
     echo "== GEMM sweep: upstream TileLang (same DSL source, same configurations)"
     mkdir -p /tmp/tlref && tar -C /tmp/tlref -xJf .ref/tl_site.tar.xz
-    (cd /tmp && PYTHONPATH=/tmp/tlref $PY "$OLDPWD/benchmarks/gemm_sweep.py" --label upstream ${2:-}) \
+    (cd /tmp && PYTHONPATH=/tmp/tlref timeout ${SWEEP_TIMEOUT:-1800} $PY "$OLDPWD/benchmarks/gemm_sweep.py" --label upstream \
+      --dtypes ${UPSTREAM_DTYPES:-bfloat16,float16,float8_e4m3} ${2:-}) \
       > "$LOGS/sweep_upstream.jsonl" 2> "$LOGS/sweep_upstream.err"
     tail -2 "$LOGS/sweep_upstream.err"
   fi
