@@ -385,7 +385,7 @@ PrimFunc dyn_shared() {
 TEST(CodegenCUDA, DynamicSharedMemory) {
   PrimFunc f = dyn_shared();
   std::string src = codegen_cuda(f, {});
-  EXPECT_CONTAINS(src, "extern __shared__ __align__(128) uint8_t tl_dyn_smem[];");
+  EXPECT_CONTAINS(src, "extern __shared__ __align__(1024) uint8_t tl_dyn_smem[];");
   EXPECT_CONTAINS(src, "float* S = reinterpret_cast<float*>(tl_dyn_smem + 0);");
   EXPECT_CONTAINS(src, "int32_t* T = reinterpret_cast<int32_t*>(tl_dyn_smem + 1024);");
   auto infos = cuda_kernel_infos(f);

@@ -170,6 +170,35 @@ def test_wgmma_tile_layout_is_canonical():
     assert source.count("tl::fence_proxy_async();") >= 1
 
 
+def _async_gemm(M, N, K, dtype="float16"):
+    """One 64 x N x K product issued with wg_wait=-1 and waited for by T.wait_wgmma."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as bx:  # noqa: F841
+            A_s = T.alloc_shared((M, K), dtype)
+            B_s = T.alloc_shared((K, N), dtype)
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, C_f, clear_accum=True, wg_wait=-1)
+            T.wait_wgmma(0)
+            T.copy(C_f, C)
+
+    return main
+
+
+def test_wait_wgmma_completes_an_asynchronous_gemm():
+    """wg_wait=-1 leaves the wgmma group in flight; T.wait_wgmma waits for it and fences
+    the accumulators before they are read."""
+    lowered = _C.lower(_async_gemm(64, 64, 64).handle, SM90)
+    source = _C.codegen(lowered, SM90)
+    gemm = source.index("tl::wgmma_commit();")
+    assert "tl::wgmma_wait<0>();" in source[gemm:] and "tl::wgmma_wait" not in source[:gemm]
+    _sass(_async_gemm(64, 64, 64))  # assembles
+
+
 # --------------------------------------------------------------------------- on the GPU
 
 GPU_CASES = [
@@ -207,6 +236,14 @@ def test_wgmma_gemm_numerics(target, rng, case):
     ref = (a.T if ta else a).double() @ (b.T if tb else b).double()
     err = float((c.double() - ref).norm() / ref.norm())
     assert err < 1e-5, err
+
+
+def test_wait_wgmma_numerics(target, rng):
+    _gpu_only(target)
+    kernel = tilelang.compile(_async_gemm(64, 128, 64), out_idx=[2], target=target)
+    a, b = rng.uniform(-1, 1, (64, 64)).astype(np.float16), rng.uniform(-1, 1, (64, 128)).astype(np.float16)
+    np.testing.assert_allclose(np.asarray(kernel(a, b)), a.astype(np.float64) @ b.astype(np.float64),
+                               rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("in_dtype", ["float8_e4m3", "float8_e5m2", "int8"])

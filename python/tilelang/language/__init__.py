@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..parser.parser import Macro, macro
 from .alloc import alloc_fragment, alloc_local, alloc_reducer, alloc_shared, alloc_var
-from .kernel import Kernel, get_thread_binding, get_thread_bindings, use_swizzle
+from .kernel import Kernel, get_thread_binding, get_thread_bindings, use_swizzle, wait_wgmma
 from .loops import Parallel, Pipelined, serial, unroll, vectorized
 from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil, ceildiv, const, cos, erf,
                    exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, isinf, isnan,

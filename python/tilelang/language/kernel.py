@@ -78,3 +78,14 @@ def use_swizzle(panel_size: int, order: str = "row", enable: bool = True):
                              f"T.use_swizzle: panel_size must be a positive int, got {panel_size!r}")
     if enable:
         b.emit(_C.evaluate(_C.call_void("use_swizzle", [int(panel_size), 0 if order == "row" else 1])))
+
+
+def wait_wgmma(id: int = 0):  # noqa: A002 - upstream's name
+    """Waits until at most `id` groups of asynchronous tensor-core work (T.gemm with
+    wg_wait=-1 on wgmma) are still in flight, and makes their accumulators readable. On
+    instruction paths that complete inside T.gemm (mma.sync, SIMT, CPU) it does nothing."""
+    b = _builder.require("T.wait_wgmma")
+    if not isinstance(id, int) or id < 0:
+        raise _builder.error(_builder.error_cls("TileLangTypeError"),
+                             f"T.wait_wgmma: the group count must be a non-negative int, got {id!r}")
+    b.emit(_C.evaluate(_C.call_void("wait_wgmma", [int(id)])))

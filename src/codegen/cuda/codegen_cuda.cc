@@ -44,7 +44,10 @@ namespace {
 
 using namespace c_like;  // Emitter, Code, wrap, the precedence constants, the type helpers
 
-constexpr int64_t kDynSmemAlign = 1024;  // see plan_shared_memory: tiles start on 1 KiB
+constexpr int64_t kDynSmemAlign = 128;
+// The block itself starts on 1 KiB: plan_shared_memory places tiles on 1 KiB offsets for
+// the 8-row atoms of 128-byte swizzles.
+constexpr int64_t kDynSmemBaseAlign = 1024;
 constexpr int64_t kStaticSmemLimit = 48 * 1024;  // the most a kernel may declare statically
 
 // ------------------------------------------------------------------ targets
@@ -390,6 +393,7 @@ class CodeGenCUDA : public Emitter {
   // ---------------------------------------------------------------- kernels
   void emit_kernel(const KernelSite& site, const std::string& name) {
     const KernelNode* k = site.kernel;
+    current_kernel_ = k;
     check_kernel_shape(k);
     SharedPlan plan = plan_shared(k);
     if (plan.static_bytes > kStaticSmemLimit)
@@ -487,7 +491,7 @@ class CodeGenCUDA : public Emitter {
     for (auto& [var, decl, init] : shape_locals)
       if (uses.vars.count(var)) line(decl + " = " + init + ";");
     if (plan.dyn_bytes > 0 || !plan.dyn_offsets.empty())
-      line("extern __shared__ __align__(" + std::to_string(kDynSmemAlign) + ") uint8_t tl_dyn_smem[];");
+      line("extern __shared__ __align__(" + std::to_string(kDynSmemBaseAlign) + ") uint8_t tl_dyn_smem[];");
     // Host lets, re-evaluated here (they depend only on parameters and shape variables).
     std::vector<std::string> let_names;
     for (auto* let : site.lets) {
@@ -685,7 +689,8 @@ class CodeGenCUDA : public Emitter {
            op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "use_swizzle" || op == "wgmma" ||
            op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async" ||
            op == "tma_load" || op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" ||
-           op == "mbarrier_wait" || op == "set_max_nreg" || op == "named_barrier_sync" || op == "ws_role";
+           op == "mbarrier_wait" || op == "set_max_nreg" || op == "named_barrier_sync" || op == "ws_role" ||
+           op == "wait_wgmma";
   }
 
   Code emit_call(const CallNode* n) override {
@@ -997,6 +1002,24 @@ class CodeGenCUDA : public Emitter {
            std::to_string(const_arg(call, 1, "thread count")) + ");");
       return;
     }
+    if (op == "wait_wgmma") {
+      // T.wait_wgmma(n): the wait, then every wgmma accumulator of the kernel fenced, since
+      // any of them may be read next.
+      std::vector<std::pair<std::string, int64_t>> accs;
+      for_each_expr(current_kernel_->body, [&](const ExprNode* e) {
+        auto* c = dynamic_cast<const CallNode*>(e);
+        if (!c || c->op != "wgmma_fence") return;
+        auto* acc = as<BufferLoadNode>(c->args[0]);
+        accs.push_back({element(acc->buffer, acc->indices, acc->span), const_arg(c, 1, "register count")});
+      });
+      if (accs.empty()) return;  // the kernel's gemms completed inside T.gemm
+      line("tl::wgmma_wait<" + std::to_string(const_arg(call, 0, "group count")) + ">();");
+      for (auto& [first, count] : accs) {
+        line("#pragma unroll");
+        line("for (int tl_i = 0; tl_i < " + std::to_string(count) + "; ++tl_i) tl::fence_operand((&" + first + ")[tl_i]);");
+      }
+      return;
+    }
     if (op == "wgmma_commit") {
       require_arch(90, call->span, "wgmma");
       line("tl::wgmma_commit();");
@@ -1169,6 +1192,7 @@ class CodeGenCUDA : public Emitter {
 
   PrimFunc func_;
   std::vector<std::pair<const CudaKernelParam*, std::string>> tensor_maps_;  // this kernel's, with their names
+  const KernelNode* current_kernel_ = nullptr;
   CudaCodegenOptions opts_;
   std::vector<CudaKernelParam> params_;
   std::unordered_map<const void*, BufferInfo> buffers_;

@@ -595,6 +595,7 @@ class WgslCodegen {
       return emit_atomic_update(call);
     }
     if (call->op == "use_swizzle") return;  // block order: a CUDA L2 optimisation
+    if (call->op == "wait_wgmma") return;   // T.gemm is synchronous here
     if (call->op == "cp_async" || call->op == "cp_async_commit" || call->op == "cp_async_wait" ||
         call->op == "ldmatrix" || call->op == "mma_sync")
       fail(ErrorKind::Internal, call->span, "internal: the CUDA instruction '" + call->op + "' reached WGSL");
