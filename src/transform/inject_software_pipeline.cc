@@ -252,6 +252,14 @@ class SoftwarePipeline : public IRMutator {
         return "the copy into " + dst.buffer->name + " does not take whole rows along " + src.buffer->name +
                "'s contiguous dimension";
       if (src.ranges.size() > 5) return src.buffer->name + " has more than 5 dimensions";
+      // A tensor map's strides are multiples of 16 bytes: known here only when constant.
+      auto strides = src.buffer->effective_strides();
+      for (size_t d = 0; d + 1 < strides.size(); ++d) {
+        const int64_t* st = const_int(strides[d]);
+        if (!st || (*st * src.buffer->dtype.bits) % 128 != 0)
+          return src.buffer->name + "'s stride along dimension " + std::to_string(d) +
+                 (st ? " is not a multiple of 16 bytes" : " is known only at run time (TMA needs multiples of 16 bytes)");
+      }
     }
     return "";
   }

@@ -112,8 +112,8 @@ def test_barrier_protocol_is_checked_for_run_time_trip_counts():
     counts around the stage count when K is a run-time value, and for the one trip count
     when it is a constant."""
     import tilelang.language as T
-    report = _C.lower(matmul(256, 256, T.dynamic("k"), 128, 128, 64, in_dtype="float16", num_stages=3).handle,
-                      SM90).lowering_report()
+    report = _C.lower(matmul(256, 256, T.dynamic("k"), 128, 128, 64, in_dtype="float16", num_stages=3,
+                             transpose_A=True).handle, SM90).lowering_report()
     assert "barrier protocol checked (no hang, alternating parities) for trip counts 0, 1, 2, 3, 4, 6, 7, 11" in report
     fixed = _C.lower(matmul(256, 256, 640, 128, 128, 64, in_dtype="float16", num_stages=4).handle, SM90)
     assert "for trip counts 10\n" in fixed.lowering_report()
@@ -189,6 +189,14 @@ def _async_gemm(M, N, K, dtype="float16"):
     return main
 
 
+def test_run_time_strides_keep_cp_async_and_say_why():
+    import tilelang.language as T
+    report = _C.lower(matmul(256, 256, T.dynamic("k"), 128, 128, 64, in_dtype="float16").handle, SM90).lowering_report()
+    assert "[slower path: not TMA: A's stride along dimension 0 is known only at run time" in report
+    odd = _C.lower(matmul(256, 256, 196, 128, 128, 64, in_dtype="float16").handle, SM90).lowering_report()
+    assert "A's stride along dimension 0 is not a multiple of 16 bytes" in odd
+
+
 def test_wait_wgmma_completes_an_asynchronous_gemm():
     """wg_wait=-1 leaves the wgmma group in flight; T.wait_wgmma waits for it and fences
     the accumulators before they are read."""
@@ -244,6 +252,25 @@ def test_wait_wgmma_numerics(target, rng):
     a, b = rng.uniform(-1, 1, (64, 64)).astype(np.float16), rng.uniform(-1, 1, (64, 128)).astype(np.float16)
     np.testing.assert_allclose(np.asarray(kernel(a, b)), a.astype(np.float64) @ b.astype(np.float64),
                                rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("num_stages", [2, 3, 4])
+def test_tma_pipeline_trip_counts(target, rng, num_stages):
+    """The warp-specialised TMA pipeline over ceildiv(k, 64) stages for a run-time k (A
+    stored K x M so every stride is a constant): trip counts 0, 1, 2, around the stage count
+    and many, with a partial last stage read as zeros past the tensor's end."""
+    _gpu_only(target)
+    import tilelang.language as T
+    M, N = 128, 128
+    kernel = tilelang.compile(matmul(M, N, T.dynamic("k"), 128, 128, 64, in_dtype="float16", transpose_A=True,
+                                     num_stages=num_stages), out_idx=[2], target=target)
+    assert "pipelined by a TMA producer warpgroup" in kernel.get_lowering_report()
+    for k in (0, 1, 64, 100, 128, 192, 256, 320, 1000):
+        a = rng.uniform(-1, 1, (k, M)).astype(np.float16)
+        b = rng.uniform(-1, 1, (k, N)).astype(np.float16)
+        c = np.asarray(kernel(a, b))
+        np.testing.assert_allclose(c, a.astype(np.float64).T @ b.astype(np.float64), rtol=1e-5, atol=1e-3,
+                                   err_msg=f"k={k}")
 
 
 @pytest.mark.parametrize("in_dtype", ["float8_e4m3", "float8_e5m2", "int8"])
