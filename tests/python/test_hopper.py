@@ -295,4 +295,4 @@ def test_wgmma_8bit_numerics(target, rng, in_dtype):
         np.testing.assert_array_equal(c, ref.astype(np.int64))
     else:
         from test_kernels import assert_fp8_wgmma_close
-        assert_fp8_wgmma_close(c, a, b)
+        assert_fp8_wgmma_close(c, a, b.T)

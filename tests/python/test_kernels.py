@@ -240,18 +240,19 @@ def test_gemm_8bit(target, rng, in_dtype):
     if in_dtype == "int8":
         np.testing.assert_array_equal(c, ref.astype(np.int64))
     elif "wgmma" in kernel.get_lowering_report():
-        assert_fp8_wgmma_close(c, a, b)
+        assert_fp8_wgmma_close(c, a, b.T)
     else:
         np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
 
 
 def assert_fp8_wgmma_close(c, a, b):
-    """Hopper's tensor cores add float8 products in less than float32 precision (the
-    products are exact; the running sum keeps about 13 bits past the leading one, as
-    documented for DeepGEMM and CUTLASS): each element stays within 2^-10 of the sum of
-    the absolute products, which a wrong product or a lost K step would far exceed."""
-    ref = _f64(a) @ _f64(b).T
-    bound = np.abs(_f64(a)) @ np.abs(_f64(b)).T * 2.0 ** -10 + 1e-6
+    """c = a @ b (a: M x K, b: K x N) from Hopper's tensor cores, which add float8 products
+    in less than float32 precision (the products are exact; the running sum keeps about 13
+    bits past the leading one, as documented for DeepGEMM and CUTLASS): each element stays
+    within 2^-10 of the sum of the absolute products, which a wrong product or a lost K
+    step would far exceed."""
+    ref = _f64(a) @ _f64(b)
+    bound = np.abs(_f64(a)) @ np.abs(_f64(b)) * 2.0 ** -10 + 1e-6
     err = np.abs(_f64(c) - ref)
     assert (err <= bound).all(), f"max error / bound {float((err / bound).max()):.2f}"
 

@@ -272,7 +272,9 @@ def test_a_tma_kernel_reads_a_torch_tensor_through_the_map():
     torch = _torch_cuda_or_skip()
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("TMA needs compute capability 9.0 or newer")
-    fn = _C.CudaModule(_C.nvrtc_compile(_TMA_KERNEL, "tma.cu", _C.cuda_device_arch(0), [])).function("tma_tile")
+    # The module must outlive the launch: its functions are valid only while it is loaded.
+    module = _C.CudaModule(_C.nvrtc_compile(_TMA_KERNEL, "tma.cu", _C.cuda_device_arch(0), []))
+    fn = module.function("tma_tile")
     x = torch.arange(1, 100 * 72 + 1, dtype=torch.float32, device="cuda").reshape(100, 72)
     rows, cols = 32, 16
     m = _C.encode_tensor_map("float32", x.data_ptr(), list(x.shape), list(x.stride()), [rows, cols], 0)
