@@ -168,6 +168,7 @@ def test_wgmma_tile_layout_is_canonical():
     assert "__align__(1024) uint8_t tl_dyn_smem[]" in source
     assert "tl::wgmma_desc(" in source and "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in source
     assert source.count("tl::fence_proxy_async();") >= 1
+    assert "tl::prefetch_tensor_map(A_tmap0);" in source and "tl::prefetch_tensor_map(B_tmap1);" in source
 
 
 def _async_gemm(M, N, K, dtype="float16"):

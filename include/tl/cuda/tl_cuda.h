@@ -516,6 +516,11 @@ TL_DEVICE void mbarrier_wait(uint64_t* bar, uint32_t parity) {
 #endif
 }
 
+// Brings a tensor map into the cache before its first TMA copy needs it.
+TL_DEVICE void prefetch_tensor_map(const TensorMap& map) {
+  TL_SM90("prefetch.tensormap [%0];\n" ::"l"(&map) : "memory");
+}
+
 // cp.async.bulk.tensor: the box at coords (innermost first) of the tensor `map` describes
 // into shared memory, completing on `bar` with its byte count.
 TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0) {

@@ -546,6 +546,14 @@ class CodeGenCUDA : public Emitter {
       bind_builtin(k->block_vars[d], std::string("blockIdx.") + "xyz"[d]);
     for (size_t d = 0; d < k->thread_vars.size(); ++d)
       bind_builtin(k->thread_vars[d], std::string("threadIdx.") + "xyz"[d]);
+    // The tensor maps are fetched once per block, while the barriers are set up.
+    if (!tensor_maps_.empty()) {
+      line("if (threadIdx.x == 0) {");
+      ++indent_;
+      for (auto& [p, map] : tensor_maps_) line("tl::prefetch_tensor_map(" + map + ");");
+      --indent_;
+      line("}");
+    }
     emit_stmt(k->body);
     --indent_;
     line("}");
