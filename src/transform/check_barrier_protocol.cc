@@ -15,7 +15,7 @@ namespace {
 
 // One mbarrier operation of a loop body, with the conditions around it.
 struct BarrierOp {
-  std::string op;  // mbarrier_wait, mbarrier_arrive, mbarrier_expect_tx
+  std::string op;  // mbarrier_wait, mbarrier_arrive, mbarrier_arrive_expect_tx
   std::vector<Expr> conds;
   Expr index, parity;
   Span span;
@@ -43,7 +43,8 @@ void collect(const Stmt& s, std::vector<Expr>& conds, std::vector<BarrierOp>& ou
     collect(f->body, conds, out);  // unrolled work inside an iteration holds no barrier ops
   } else if (auto* ev = as<EvaluateNode>(s)) {
     auto* c = as<CallNode>(ev->value);
-    if (!c || c->op.rfind("mbarrier_", 0) != 0 || c->op == "mbarrier_init") return;
+    // Waits and arrivals; expect_tx alone adds bytes, not an arrival (TMA delivers them).
+    if (!c || (c->op != "mbarrier_wait" && c->op != "mbarrier_arrive" && c->op != "mbarrier_arrive_expect_tx")) return;
     auto* bar = as<BufferLoadNode>(c->args.at(0));
     out.push_back({c->op, conds, bar->indices.at(0), c->op == "mbarrier_wait" ? c->args.at(1) : Expr(), ev->span});
   }

@@ -265,7 +265,7 @@ class SoftwarePipeline : public IRMutator {
   }
 
   // A TMA pipeline in the form the warp specialisation pass splits: one loop whose body is
-  //   if ws_role(1):  [wait empty[s] after the first round] expect_tx(full[s]) T.copy(tma)...
+  //   if ws_role(1):  [wait empty[s] after the first round] arrive_expect_tx(full[s]) T.copy(tma)...
   //   if ws_role(0):  wait full[s]; consumers on slot s; arrive empty[s]
   // with s = i % S; the producer part is the work of one thread of the producer
   // warpgroup, the consumer part the block's own threads (docs/gpu_lowering.md).
@@ -298,7 +298,7 @@ class SoftwarePipeline : public IRMutator {
     // A slot is refilled once its consumers of the round before have released it.
     Expr empty_parity = floormod(add(round, c(1), sp), c(2), sp);
     Stmt producer = make_seq({guarded(binary(BinaryOp::GE, i, c(S), sp), call_stmt("mbarrier_wait", {empty_bar, empty_parity}, sp)),
-                              call_stmt("mbarrier_expect_tx", {full, c(bytes)}, sp), make_seq(produce, sp)},
+                              call_stmt("mbarrier_arrive_expect_tx", {full, c(bytes)}, sp), make_seq(produce, sp)},
                              sp);
     std::vector<Stmt> consumers;
     for (size_t k = 0; k < stmts.size(); ++k)

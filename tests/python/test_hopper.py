@@ -208,6 +208,67 @@ def test_wait_wgmma_completes_an_asynchronous_gemm():
     _sass(_async_gemm(64, 64, 64))  # assembles
 
 
+def _handoff(n=256, producer_regs=40):
+    """By hand: a producer warpgroup stages A in shared memory and hands it over through an
+    mbarrier; the consumer warpgroup writes twice it to B."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=256) as bx:  # noqa: F841
+            S = T.alloc_shared((n,), "float32")
+            full = T.alloc_barrier([128])
+            tx = T.get_thread_binding()
+            if tx < 128:
+                T.dec_max_nreg(producer_regs)
+                for i in T.serial(n // 128):
+                    S[i * 128 + tx] = A[i * 128 + tx]
+                T.fence_proxy_async()
+                T.mbarrier_arrive(full[0])
+            else:
+                T.inc_max_nreg(232)
+                T.mbarrier_wait_parity(full, 0)
+                for i in T.serial(n // 128):
+                    B[i * 128 + tx - 128] = S[i * 128 + tx - 128] * 2.0
+
+    return main
+
+
+def test_by_hand_barriers_and_register_budgets_compile():
+    """T.alloc_barrier, T.mbarrier_arrive / _wait_parity, T.dec/inc_max_nreg and
+    T.fence_proxy_async become the mbarrier (SYNCS) and setmaxnreg (USETMAXREG) instructions."""
+    sass, usage, _ = _sass(_handoff())
+    assert "SYNCS.EXCH.64" in sass and "SYNCS.PHASECHK" in sass and "SYNCS.ARRIVE" in sass
+    assert "USETMAXREG.DEALLOC" in sass and "USETMAXREG.TRY_ALLOC" in sass and "LOCAL:0" in usage
+
+
+def test_by_hand_names_check_their_arguments():
+    import tilelang.language as T
+    from tilelang.errors import TileLangShapeError, TileLangTypeError
+    with pytest.raises(TileLangShapeError, match="reg_count must be a multiple of 8 in 24..256, got 30"):
+        _handoff(producer_regs=30)
+
+    def zero_count():
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=128) as bx:  # noqa: F841
+                T.alloc_barrier(0)
+        return main
+
+    with pytest.raises(TileLangShapeError, match="arrival counts must be at least 1, got 0"):
+        zero_count()
+
+    def not_a_barrier():
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=128) as bx:  # noqa: F841
+                T.mbarrier_arrive(3.5)
+        return main
+
+    with pytest.raises(TileLangTypeError, match="expected a barrier from T.alloc_barrier"):
+        not_a_barrier()
+
+
 # --------------------------------------------------------------------------- on the GPU
 
 GPU_CASES = [
@@ -245,6 +306,13 @@ def test_wgmma_gemm_numerics(target, rng, case):
     ref = (a.T if ta else a).double() @ (b.T if tb else b).double()
     err = float((c.double() - ref).norm() / ref.norm())
     assert err < 1e-5, err
+
+
+def test_by_hand_handoff_numerics(target, rng):
+    _gpu_only(target)
+    kernel = tilelang.compile(_handoff(), out_idx=[1], target=target)
+    a = rng.uniform(-1, 1, 256).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(kernel(a)), a * 2)
 
 
 def test_wait_wgmma_numerics(target, rng):

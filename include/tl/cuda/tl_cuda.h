@@ -490,13 +490,17 @@ struct alignas(64) TensorMap {
 TL_DEVICE uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
 // mbarriers (a uint64_t in shared memory each): init with the number of arrivals a phase
-// takes; expect_tx arrives and adds the bytes the phase also waits for; wait spins until
-// the phase of the given parity has completed.
+// takes; arrive_expect_tx arrives and adds the bytes the phase also waits for; wait spins
+// until the phase of the given parity has completed.
 TL_DEVICE void mbarrier_init(uint64_t* bar, uint32_t count) {
   TL_SM90("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 }
-TL_DEVICE void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
+TL_DEVICE void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
   TL_SM90("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+// Adds bytes the current phase also waits for, without arriving.
+TL_DEVICE void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
+  TL_SM90("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 TL_DEVICE void mbarrier_arrive(uint64_t* bar) {
   TL_SM90("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");

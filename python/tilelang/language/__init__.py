@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from ..parser.parser import Macro, macro
 from .alloc import alloc_fragment, alloc_local, alloc_reducer, alloc_shared, alloc_var
+from .hopper import (alloc_barrier, dec_max_nreg, fence_proxy_async, inc_max_nreg, mbarrier_arrive,
+                     mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity, set_max_nreg)
 from .kernel import Kernel, get_thread_binding, get_thread_bindings, use_swizzle, wait_wgmma
 from .loops import Parallel, Pipelined, serial, unroll, vectorized
 from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil, ceildiv, const, cos, erf,

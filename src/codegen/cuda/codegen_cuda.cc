@@ -697,6 +697,7 @@ class CodeGenCUDA : public Emitter {
            op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "use_swizzle" || op == "wgmma" ||
            op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async" ||
            op == "tma_load" || op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" ||
+           op == "mbarrier_arrive_expect_tx" || op == "mbarrier_init_all" ||
            op == "mbarrier_wait" || op == "set_max_nreg" || op == "named_barrier_sync" || op == "ws_role" ||
            op == "wait_wgmma";
   }
@@ -990,7 +991,23 @@ class CodeGenCUDA : public Emitter {
       line(text + ");");
       return;
     }
-    if (op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" || op == "mbarrier_wait") {
+    if (op == "mbarrier_init_all") {
+      // T.alloc_barrier: one thread initialises every barrier of the array, then the block
+      // waits, so that nobody arrives or waits on an uninitialised barrier.
+      require_arch(90, call->span, "mbarrier");
+      auto* bar = as<BufferLoadNode>(call->args.at(0));
+      line("if (threadIdx.x == 0) {");
+      ++indent_;
+      for (size_t a = 1; a < call->args.size(); ++a)
+        line("tl::mbarrier_init(&" + element(bar->buffer, bar->indices, bar->span) + " + " + std::to_string(a - 1) +
+             ", " + convert(call->args[a], DataType::UInt(32)).text + ");");
+      --indent_;
+      line("}");
+      line("__syncthreads();");
+      return;
+    }
+    if (op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" || op == "mbarrier_wait" ||
+        op == "mbarrier_arrive_expect_tx") {
       require_arch(90, call->span, "mbarrier");
       auto* bar = as<BufferLoadNode>(call->args.at(0));
       if (!bar) fail(ErrorKind::Internal, call->span, "internal: " + op + " takes an mbarrier element");

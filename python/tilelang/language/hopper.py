@@ -1,0 +1,105 @@
+"""Hopper's synchronisation by hand, with upstream TileLang's names: mbarriers, register
+budgets of warpgroups, the async-proxy fence. T.Pipelined and T.gemm use the same
+instructions on their own (docs/gpu_lowering.md); these are for kernels that schedule
+their warps themselves. CUDA sm_90a only."""
+from __future__ import annotations
+
+from .. import _C
+from ..ir import Buffer, is_expr
+from ..parser import builder as _builder
+from .alloc import _alloc
+
+
+def _stmt(name, args):
+    b = _builder.require(f"T.{name}")
+    b.emit(_C.evaluate(_C.call_void(name, list(args))))
+
+
+def _int(name, what, v):
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _builder.error(_builder.error_cls("TileLangTypeError"), f"T.{name}: {what} must be an int, got {v!r}")
+    return v
+
+
+def _barrier(name, mbar):
+    """The mbarrier element: a barrier buffer's element, or its first one."""
+    if isinstance(mbar, Buffer):
+        if mbar.ndim != 1:
+            raise _builder.error(_builder.error_cls("TileLangShapeError"),
+                                 f"T.{name}: barrier buffer '{mbar.name}' must be 1-D (T.alloc_barrier)")
+        return mbar[0]
+    if is_expr(mbar):
+        return mbar
+    raise _builder.error(_builder.error_cls("TileLangTypeError"),
+                         f"T.{name}: expected a barrier from T.alloc_barrier (or one element of it), got "
+                         f"{type(mbar).__name__}")
+
+
+def alloc_barrier(arrive_count):
+    """mbarriers in shared memory, one per arrival count given (an int or a list), each
+    initialised by one thread to take that many arrivals per phase before the block
+    goes on."""
+    counts = list(arrive_count) if isinstance(arrive_count, (list, tuple)) else [arrive_count]
+    if not counts:
+        raise _builder.error(_builder.error_cls("TileLangShapeError"), "T.alloc_barrier: no arrival counts given")
+    for c in counts:
+        if _int("alloc_barrier", "an arrival count", c) < 1:
+            raise _builder.error(_builder.error_cls("TileLangShapeError"),
+                                 f"T.alloc_barrier: arrival counts must be at least 1, got {c}")
+    buf = _alloc((len(counts),), "uint64", "shared.dyn", "mbarrier", {"pipelined": 1})
+    _stmt("mbarrier_init_all", [buf[0]] + [_C.const(c, "int32") for c in counts])
+    return buf
+
+
+def mbarrier_wait_parity(mbarrier, parity):
+    """Waits until the phase of the given parity (0 or 1) of the barrier has completed."""
+    _stmt("mbarrier_wait", [_barrier("mbarrier_wait_parity", mbarrier), parity])
+
+
+def mbarrier_arrive(mbarrier, cta_id=None):
+    """This thread's arrival on the barrier (this block's; cluster barriers are not
+    supported yet)."""
+    if cta_id is not None:
+        raise _builder.error(_builder.error_cls("TileLangUnsupportedError"),
+                             "T.mbarrier_arrive: arriving on another block's barrier (cta_id) is not supported yet",
+                             "arrive on this block's barrier")
+    _stmt("mbarrier_arrive", [_barrier("mbarrier_arrive", mbarrier)])
+
+
+def mbarrier_expect_tx(mbarrier, tx):
+    """Adds tx bytes that the barrier's current phase also waits for (TMA copies deliver
+    them), without arriving."""
+    _stmt("mbarrier_expect_tx", [_barrier("mbarrier_expect_tx", mbarrier), tx])
+
+
+def mbarrier_arrive_expect_tx(mbarrier, tx):
+    """Arrives on the barrier and adds tx bytes its current phase waits for."""
+    _stmt("mbarrier_arrive_expect_tx", [_barrier("mbarrier_arrive_expect_tx", mbarrier), tx])
+
+
+def fence_proxy_async():
+    """Orders this thread's ordinary shared-memory writes before later reads by the tensor
+    cores or TMA (fence.proxy.async.shared::cta); put it before the barrier that publishes
+    the writes."""
+    _stmt("fence_proxy_async", [])
+
+
+def set_max_nreg(reg_count: int, is_inc: int):
+    """Moves the executing warpgroup to reg_count registers per thread (setmaxnreg; is_inc
+    1 to grow, 0 to shrink). reg_count is a multiple of 8 in 24..256; every thread of the
+    warpgroup must execute it. The kernel is declared with one block per multiprocessor."""
+    r = _int("set_max_nreg", "reg_count", reg_count)
+    if r < 24 or r > 256 or r % 8:
+        raise _builder.error(_builder.error_cls("TileLangShapeError"),
+                             f"T.set_max_nreg: reg_count must be a multiple of 8 in 24..256, got {r}")
+    _stmt("set_max_nreg", [_C.const(r, "int32"), _C.const(1 if is_inc else 0, "int32")])
+
+
+def inc_max_nreg(reg_count: int):
+    """T.set_max_nreg(reg_count, 1)."""
+    set_max_nreg(reg_count, 1)
+
+
+def dec_max_nreg(reg_count: int):
+    """T.set_max_nreg(reg_count, 0)."""
+    set_max_nreg(reg_count, 0)
