@@ -7,6 +7,7 @@ import pytest
 import tilelang
 from tilelang import _C
 from tilelang.jit.kernel import _include_dir
+from sass import nvrtc_reason, sass_of
 
 from kernels.atomic import atomic_row_sum, atomic_total_sum, splitk_matmul
 from kernels.attention import flash_attention_fwd
@@ -51,19 +52,11 @@ CASES = {
 }
 
 
-def _nvrtc_reason():
-    try:
-        _C.nvrtc_id()
-        return None
-    except Exception as e:  # the library is missing or unusable
-        return str(e).splitlines()[0]
-
-
 @pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_cuda_source_compiles(case, arch, compiler):
-    reason = _nvrtc_reason()
+    reason = nvrtc_reason()
     if reason:
         pytest.skip(f"NVRTC is not available: {reason}")
     if compiler == "nvcc" and not _C.nvcc_available():
@@ -87,56 +80,21 @@ def test_thread_level_ir_of_a_gemm():
     assert text.count("T.sync_threads()") == 2
 
 
-def _cuobjdump():
-    """cuobjdump (and the nvdisasm it calls), from the CUDA toolkit or the pip wheels."""
-    import os
-    import shutil
-    import sysconfig
-    wheel_bin = os.path.join(sysconfig.get_paths()["purelib"], "nvidia", "cu13", "bin")
-    path = os.pathsep.join([wheel_bin, os.environ.get("PATH", "")])
-    tool = shutil.which("cuobjdump", path=path)
-    if tool and shutil.which("nvdisasm", path=path):
-        return tool, path
-    return None, path
-
-
-def _sass_of(func, tool, path):
-    """(SASS, resource usage) of func compiled by NVRTC for sm_90a on the mma.sync path
-    with cp.async (test_hopper.py reads the wgmma and TMA path's)."""
-    import os
-    import subprocess
-    import tempfile
-    lowered = _C.lower(func.handle, "cuda -arch=sm_90a", ["tl.disable_wgmma", "tl.disable_tma_lower"])
-    cubin = _C.nvrtc_compile(_C.codegen(lowered, "cuda -arch=sm_90a"), "kernel.cu", "sm_90a", [_include_dir()])
-    with tempfile.TemporaryDirectory() as d:
-        f = os.path.join(d, "kernel.cubin")
-        with open(f, "wb") as out:
-            out.write(cubin)
-        env = dict(os.environ, PATH=path)
-        run = lambda *flags: subprocess.run([tool, *flags, f], capture_output=True, text=True, env=env,  # noqa: E731
-                                            check=True).stdout
-        return run("-sass"), run("-res-usage")
-
-
 def test_gemm_sass_uses_tensor_cores():
     """The bf16 GEMM's machine code multiplies on the tensor cores (HMMA), loads its operands
     with ldmatrix (LDSM) from shared memory filled by cp.async (LDGSTS), and keeps its
     accumulators in registers (no local-memory traffic); the int8 GEMM uses IMMA."""
-    reason = _nvrtc_reason()
-    if reason:
-        pytest.skip(f"NVRTC is not available: {reason}")
-    tool, path = _cuobjdump()
-    if not tool:
-        pytest.skip("cuobjdump/nvdisasm not found (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
-    sass, usage = _sass_of(matmul(1024, 1024, 1024, 128, 128, 32, in_dtype="bfloat16", num_stages=3), tool, path)
+    # The mma.sync path with cp.async (test_hopper.py reads the wgmma and TMA path's).
+    mma = ["tl.disable_wgmma", "tl.disable_tma_lower"]
+    sass, usage, _ = sass_of(matmul(1024, 1024, 1024, 128, 128, 32, in_dtype="bfloat16", num_stages=3), mma)
     # Per K step of 32: 2 slices x 4 x 8 m16n8k16 products per warp, 2 x (4 + 4) ldmatrix.x4.
     assert sass.count("HMMA.16816.F32.BF16") == 64, sass.count("HMMA")
     assert sass.count("LDSM.16.M88.4") == 8 and sass.count("LDSM.16.MT88.4") == 8
     assert "LDGSTS" in sass
     assert "LDL" not in sass and "STL" not in sass
     assert "LOCAL:0" in usage
-    sass, _ = _sass_of(matmul(256, 256, 256, 128, 128, 64, in_dtype="int8", out_dtype="int32", accum_dtype="int32",
-                              transpose_B=True, num_stages=3), tool, path)
+    sass, _, _ = sass_of(matmul(256, 256, 256, 128, 128, 64, in_dtype="int8", out_dtype="int32", accum_dtype="int32",
+                                transpose_B=True, num_stages=3), mma)
     assert "IMMA.16832.S8.S8" in sass and "LDSM.16.M88.4" in sass
 
 

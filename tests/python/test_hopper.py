@@ -5,12 +5,7 @@ machine code must show the warpgroup instructions (HGMMA, QGMMA for fp8, IGMMA f
 and no local memory; the lowering report names the instruction and every downgrade.
 On a GPU (TILELANG_TEST_TARGETS=cuda on an H100/H200): the same kernels against numpy on
 random inputs, over operand layouts, tile shapes, warpgroup splits and ragged edges."""
-import os
-import shutil
-import subprocess
 import sys
-import sysconfig
-import tempfile
 import warnings
 
 import ml_dtypes
@@ -20,48 +15,15 @@ import pytest
 import tilelang
 from tilelang import _C
 from tilelang.errors import TileLangPerformanceWarning
-from tilelang.jit.kernel import _include_dir
 
 from kernels.gemm import matmul
+from sass import sass_of
 
 SM90 = "cuda -arch=sm_90a"
 
 
-def _nvrtc_reason():
-    try:
-        _C.nvrtc_id()
-        return None
-    except Exception as e:  # the library is missing or unusable
-        return str(e).splitlines()[0]
-
-
-def _cuobjdump():
-    wheel_bin = os.path.join(sysconfig.get_paths()["purelib"], "nvidia", "cu13", "bin")
-    path = os.pathsep.join([wheel_bin, os.environ.get("PATH", "")])
-    tool = shutil.which("cuobjdump", path=path)
-    return (tool if tool and shutil.which("nvdisasm", path=path) else None), path
-
-
 def _sass(func, switches=()):
-    """(SASS, resource usage, lowering report) of func compiled by NVRTC for sm_90a."""
-    reason = _nvrtc_reason()
-    if reason:
-        pytest.skip(f"NVRTC is not available: {reason}")
-    tool, path = _cuobjdump()
-    if not tool:
-        pytest.skip("cuobjdump/nvdisasm not found (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
-    lowered = _C.lower(func.handle, SM90, list(switches))
-    cubin = _C.nvrtc_compile(_C.codegen(lowered, SM90), "kernel.cu", "sm_90a", [_include_dir()])
-    with tempfile.TemporaryDirectory() as d:
-        f = os.path.join(d, "kernel.cubin")
-        with open(f, "wb") as out:
-            out.write(cubin)
-        env = dict(os.environ, PATH=path)
-
-        def run(*flags):
-            return subprocess.run([tool, *flags, f], capture_output=True, text=True, env=env, check=True).stdout
-
-        return run("-sass"), run("-res-usage"), lowered.lowering_report()
+    return sass_of(func, switches)
 
 
 # (name, matmul arguments, SASS mnemonic, instructions per K step of one warpgroup)
