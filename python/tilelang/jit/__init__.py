@@ -134,3 +134,9 @@ def jit(func=None, *, out_idx=None, target="auto", target_host=None, execution_b
         return JITImpl(f, options, debug_root_path)
 
     return wrap if func is None else wrap(func)
+
+
+# `tilelang.jit` is this function once the package has imported it; programs still spell
+# the classes `tilelang.jit.JITImpl` / `tilelang.jit.JITKernel` (in annotations, isinstance).
+jit.JITImpl = JITImpl
+jit.JITKernel = JITKernel
