@@ -9,11 +9,18 @@ __version__ = "0.1.0"
 
 from . import _C  # noqa: F401 - the compiler core
 from . import ir  # noqa: F401 - installs the operators of kernel expressions
-from . import errors, language, layout  # noqa: F401
-from .jit import JITKernel, compile, jit
-from .profiler import do_bench
+from . import errors, language, layout, transform, utils  # noqa: F401
+from .dtypes import DType as DataType
+from .jit import JITImpl, JITKernel, compile, jit
+from .jit.cache import disable_cache, enable_cache, is_cache_enabled
+from .math import cdiv, next_power_of_2
+from .profiler import Profiler, do_bench
+from .transform import PassConfigKey
+from .utils import TensorSupplyType
 
-__all__ = ["jit", "compile", "JITKernel", "language", "errors", "do_bench", "lower", "cuda_available"]
+__all__ = ["jit", "compile", "JITKernel", "JITImpl", "language", "errors", "do_bench", "lower", "cuda_available",
+           "PassConfigKey", "TensorSupplyType", "Profiler", "DataType", "cdiv", "next_power_of_2", "disable_cache",
+           "enable_cache", "is_cache_enabled", "transform", "utils"]
 
 
 def lower(func, target="auto"):

@@ -53,8 +53,69 @@ def _canonical(name) -> str:
     return _ALIASES.get(s, s)
 
 
+_PYTHON_TYPES = {"bool": "bool", "int": "int32", "float": "float32"}
+
+
 class DType(str):
-    """A dtype name that is also usable as a constructor: ``T.float32(1.5)``."""
+    """A data type: a str holding the canonical name ("float16", "int32x4"), also usable as
+    a constructor of constants (``T.float32(1.5)``). ``T.dtype(x)`` / ``tilelang.DataType(x)``
+    make one from a name, a Python type (int -> int32, float -> float32, bool), or a numpy
+    or torch dtype."""
+
+    def __new__(cls, value="float32"):
+        if isinstance(value, type) and value.__module__ == "builtins" and value.__name__ in _PYTHON_TYPES:
+            name = _PYTHON_TYPES[value.__name__]
+        else:
+            try:
+                name = canonical(value)
+            except TypeError as e:
+                raise TypeError(f"Invalid DataType {value!r} ({type(value).__name__}): expected a dtype name, "
+                                "a Python, numpy or torch dtype") from e
+        return super().__new__(cls, name)
+
+    def _parts(self):
+        """(element name, lanes): "float16x4" -> ("float16", 4)."""
+        name = str.__str__(self)
+        head, sep, tail = name.rpartition("x")
+        if sep and tail.isdigit() and head and head[-1].isdigit():
+            return head, int(tail)
+        return name, 1
+
+    @property
+    def lanes(self) -> int:
+        """Vector lanes: 4 for "float16x4", 1 for a scalar type."""
+        return self._parts()[1]
+
+    @property
+    def bits(self) -> int:
+        """Bits of one lane: 16 for "float16", 8 for "float8_e4m3", 1 for "bool"."""
+        elem = self._parts()[0]
+        if elem == "bool":
+            return 1
+        digits = ""
+        for ch in elem.lstrip("abcdefghijklmnopqrstuvwxyz"):
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            raise ValueError(f"dtype {elem!r} has no bit width")
+        return int(digits)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes of one element (all lanes), rounded up."""
+        return (self.bits * self.lanes + 7) // 8
+
+    def as_torch(self):
+        """The torch dtype of this type."""
+        return torch_dtype(str.__str__(self))
+
+    def as_numpy(self):
+        """The numpy dtype storing elements of this type (ml_dtypes for bfloat16 / float8)."""
+        npd = numpy_dtype(str.__str__(self))
+        if npd is None:
+            raise TypeError(f"numpy has no dtype for {str.__str__(self)}")
+        return npd
 
     def __call__(self, value=None):
         from . import _C

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import functools
+import inspect
 
 from .kernel import JITKernel
 
-__all__ = ["jit", "compile", "JITKernel"]
+__all__ = ["jit", "compile", "JITKernel", "JITImpl"]
 
 
 def compile(func, out_idx=None, target="auto", target_host=None, execution_backend="auto", verbose=False,
@@ -16,14 +17,89 @@ def compile(func, out_idx=None, target="auto", target_host=None, execution_backe
                      compile_flags=compile_flags)
 
 
-class _JITFactory:
-    """A Python function returning a prim_func, compiled once per distinct set of arguments."""
+class JITImpl:
+    """What @tilelang.jit makes of a kernel factory (a Python function returning a
+    @T.prim_func): calling it with the factory's arguments gives the compiled JITKernel,
+    compiled once per distinct set of arguments (and cached on disk across processes).
 
-    def __init__(self, fn, options):
-        self.fn = fn
+        @tilelang.jit(out_idx=[-1])
+        def matmul(M, N, K, block_M=64): ...
+
+        kernel = matmul(1024, 1024, 1024)          # compiled, or the kernel compiled before
+        kernel = matmul.compile(1024, 1024, 1024)  # the same kernel, compiled explicitly
+        source = matmul.get_kernel_source(1024, 1024, 1024)
+    """
+
+    def __init__(self, fn, options, debug_root_path=None):
+        self.func = fn
         self.options = options
+        self.out_idx = options.get("out_idx")
+        self.target = options.get("target")
+        self.target_host = options.get("target_host")
+        self.execution_backend = options.get("execution_backend")
+        self.verbose = options.get("verbose")
+        self.pass_configs = options.get("pass_configs")
+        self.compile_flags = options.get("compile_flags")
+        self.debug_root_path = debug_root_path
+        try:
+            self.signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            self.signature = None
         self.kernels = {}
         functools.update_wrapper(self, fn)
+
+    fn = property(lambda self: self.func)
+
+    def get_tir(self, *args, **kwargs):
+        """The @T.prim_func the factory returns for these arguments (not compiled)."""
+        from ..ir import PrimFunc
+        func = self.func(*args, **kwargs)
+        if not isinstance(func, PrimFunc):
+            raise TypeError(f"@tilelang.jit function '{getattr(self.func, '__name__', '?')}' must return a "
+                            f"@T.prim_func, got {type(func).__name__}")
+        return func
+
+    def compile(self, *args, **kwargs):
+        """Compiles the kernel for these arguments of the factory and returns the JITKernel
+        (also what calling the decorated function with them returns)."""
+        func = self.get_tir(*args, **kwargs)
+        kernel = compile(func, **self.options)
+        if self.debug_root_path:
+            self._write_debug_files(func, kernel)
+        return kernel
+
+    def _write_debug_files(self, func, kernel):
+        import os
+        os.makedirs(self.debug_root_path, exist_ok=True)
+        name = getattr(self.func, "__name__", "jit_kernel")
+        with open(os.path.join(self.debug_root_path, f"tilelang_jit_kernel_{name}.c"), "w") as f:
+            f.write(kernel.get_kernel_source())
+        with open(os.path.join(self.debug_root_path, f"tilelang_jit_program_{name}.py"), "w") as f:
+            f.write(func.script())
+
+    def par_compile(self, configs, num_workers=None, ignore_error=False):
+        """Compiles the kernel for each config (a dict of keyword arguments or a tuple of
+        positional ones), num_workers at a time; with ignore_error, a config that fails to
+        compile gives None instead of raising."""
+        import concurrent.futures
+        configs = list(configs)
+        for cfg in configs:
+            if not isinstance(cfg, (tuple, dict)):
+                raise ValueError(f"Invalid config type: {type(cfg)}, expected tuple or dict.")
+
+        def one(cfg):
+            try:
+                return self(**cfg) if isinstance(cfg, dict) else self(*cfg)
+            except Exception:
+                if ignore_error:
+                    return None
+                raise
+        with concurrent.futures.ThreadPoolExecutor(num_workers) as pool:
+            return list(pool.map(one, configs))
+
+    def get_kernel_source(self, *args, **kwargs) -> str:
+        """The generated source of the kernel for these arguments."""
+        return self(*args, **kwargs).get_kernel_source()
 
     def __call__(self, *args, **kwargs):
         key = (args, tuple(sorted(kwargs.items())))
@@ -33,11 +109,16 @@ class _JITFactory:
             key = None
         if key is not None and key in self.kernels:
             return self.kernels[key]
-        func = self.fn(*args, **kwargs)
-        kernel = compile(func, **self.options)
+        kernel = self.compile(*args, **kwargs)
         if key is not None:
             self.kernels[key] = kernel
         return kernel
+
+    def __repr__(self):
+        return f"JITImpl({getattr(self.func, '__name__', '?')})"
+
+
+_JITFactory = JITImpl
 
 
 def jit(func=None, *, out_idx=None, target="auto", target_host=None, execution_backend="auto", verbose=False,
@@ -50,6 +131,12 @@ def jit(func=None, *, out_idx=None, target="auto", target_host=None, execution_b
         from ..ir import PrimFunc
         if isinstance(f, PrimFunc):
             return compile(f, **options)
-        return _JITFactory(f, options)
+        return JITImpl(f, options, debug_root_path)
 
     return wrap if func is None else wrap(func)
+
+
+# `tilelang.jit` is this function once the package has imported it; programs still spell
+# the classes `tilelang.jit.JITImpl` / `tilelang.jit.JITKernel` (in annotations, isinstance).
+jit.JITImpl = JITImpl
+jit.JITKernel = JITKernel

@@ -17,8 +17,44 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tilelang"
 
 
+_switch = None  # set by enable_cache() / disable_cache(); None: the environment decides
+
+
 def enabled() -> bool:
-    return os.environ.get("TILELANG_DISABLE_CACHE", "0") in ("", "0")
+    """Whether compiled kernels are looked up and stored (in memory and on disk): as
+    enable_cache() / disable_cache() last said, else unless TILELANG_DISABLE_CACHE is set
+    to something other than 0."""
+    if _switch is not None:
+        return _switch
+    return os.environ.get("TILELANG_DISABLE_CACHE", "0").strip().lower() in ("", "0", "false", "off", "no")
+
+
+def enable_cache():
+    """Turns the kernel cache on for this process (overrides TILELANG_DISABLE_CACHE)."""
+    global _switch
+    _switch = True
+
+
+def disable_cache():
+    """Turns the kernel cache off for this process: every compile builds the kernel anew,
+    neither reading nor writing the memory or disk cache."""
+    global _switch
+    _switch = False
+
+
+def is_cache_enabled() -> bool:
+    """Whether the kernel cache is on."""
+    return enabled()
+
+
+def clear_cache():
+    """Empties the kernel cache: this process's compiled kernels and the cache directory."""
+    import shutil
+    from . import kernel
+    kernel._memory_cache.clear()
+    d = cache_dir()
+    if d.is_dir():
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def key_of(parts: dict) -> str:

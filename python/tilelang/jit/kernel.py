@@ -69,8 +69,10 @@ def _normalise_out_idx(out_idx, params):
 
 
 # Pass configuration keys of TileLang: accepted so that kernels written for it compile
-# unchanged. None of them changes what this compiler generates today; a key outside this
-# list is a typo or an option of another compiler, and is rejected.
+# unchanged (as strings or tilelang.PassConfigKey members). The switches in
+# backends.SWITCHES turn lowering features off; the others do not change what this
+# compiler generates today. A key outside this list is a typo or an option of another
+# compiler, and is rejected.
 KNOWN_PASS_CONFIGS = frozenset({
     "tl.Simplify", "tl.dynamic_alignment", "tl.disable_dynamic_tail_split", "tl.disable_warp_specialized",
     "tl.enable_fast_math", "tl.disable_fast_math", "tl.ptxas_register_usage_level", "tl.enable_ptxas_verbose_output",
@@ -88,6 +90,18 @@ KNOWN_PASS_CONFIGS = frozenset({
     "tir.merge_static_smem", "tir.noalias", "tir.use_async_copy", "tir.enable_equiv_terms_in_cse_tir",
     "tir.Simplify", "tir.add_lower_pass", "cuda.kernels_output_dir",
 })
+
+
+def _known_pass_configs():
+    """The keys above, every tilelang.PassConfigKey value, and the 'tirx.*' spelling newer
+    TileLang releases use for the 'tir.*' keys."""
+    from ..transform import PassConfigKey
+    keys = set(KNOWN_PASS_CONFIGS) | {m.value for m in PassConfigKey if "." in m.value}
+    keys |= {"tirx." + k[len("tir."):] for k in keys if k.startswith("tir.")}
+    return frozenset(keys)
+
+
+KNOWN_PASS_CONFIGS = _known_pass_configs()
 
 
 def _check_pass_configs(pass_configs):
@@ -202,12 +216,14 @@ class JITKernel:
             "core": _core_identity(),
         }
         self.cache_key = cache.key_of(parts)
-        executable = _memory_cache.get(self.cache_key)
+        use_cache = cache.enabled()
+        executable = _memory_cache.get(self.cache_key) if use_cache else None
         self.cache_hit = "memory" if executable else None
         if executable is None:
             executable, self.cache_hit = self._backend.build(self.prim_func, self.target, self.cache_key,
                                                              self.compile_flags, _include_dir(), self.pass_configs)
-            _memory_cache[self.cache_key] = executable
+            if use_cache:
+                _memory_cache[self.cache_key] = executable
             _warn_slower_paths(executable.lowering_report())
         self._executable = executable
         self._source = executable.source
@@ -432,7 +448,12 @@ class JITKernel:
         print(self.prim_func.script())
 
     def get_profiler(self, tensor_supply_type=None):
+        """A Profiler of this kernel whose generated inputs are filled as tensor_supply_type
+        (a tilelang.TensorSupplyType; default TensorSupplyType.Auto) says."""
         from ..profiler import Profiler
+        from ..utils.tensor import TensorSupplyType
+        if tensor_supply_type is None:
+            tensor_supply_type = TensorSupplyType.Auto
         return Profiler(self, tensor_supply_type)
 
     @property

@@ -6,7 +6,7 @@ from .alloc import alloc_fragment, alloc_local, alloc_reducer, alloc_shared, all
 from .hopper import (alloc_barrier, dec_max_nreg, fence_proxy_async, inc_max_nreg, mbarrier_arrive,
                      mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity, set_max_nreg)
 from .kernel import Kernel, get_thread_binding, get_thread_bindings, use_swizzle, wait_wgmma
-from .loops import Parallel, Pipelined, serial, unroll, vectorized
+from .loops import Parallel, Pipelined, Serial, serial, unroll, vectorized
 from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil, ceildiv, const, cos, erf,
                    exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, isinf, isnan,
                    log, log1p, log2, log10, max, max_value, min, min_value, pow, round, rsqrt, sigmoid, sin,
@@ -15,7 +15,7 @@ from .prim_func import prim_func
 from .tile_ops import (annotate_layout, atomic_add, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm, print,
                        reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
 from .types import (Buffer, GemmWarpPolicy, StridedTensor, Tensor, bfloat16, bool, double, dynamic, float,
-                    float4_e2m1fn, float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,
+                    dtype, float4_e2m1fn, float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,
                     int4, int8, int16, int32, int64, symbolic, uint4, uint8, uint16, uint32, uint64)
 
 ceil_div = ceildiv

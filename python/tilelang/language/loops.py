@@ -49,7 +49,11 @@ def _python_int(x, what):
 
 
 def serial(*args, annotations=None):
+    """A sequential loop: T.serial(stop) or T.serial(start, stop)."""
     return LoopSpec("serial", [_range(args, "T.serial")])
+
+
+Serial = serial  # the capitalised spelling, as T.Parallel / T.Pipelined
 
 
 def unroll(*args, explicit=False, unroll_factor=None, annotations=None):

@@ -16,6 +16,7 @@ float4_e2m1fn = DType("float4_e2m1")
 half = float16
 float = float32  # noqa: A001
 double = float64
+dtype = DType  # T.dtype("float16"), T.dtype(torch.float16); T.float16 is a T.dtype
 
 
 class TensorSpec:

@@ -43,27 +43,33 @@ def do_bench(fn, warmup=3, rep=10, **_ignored):
 
 
 class Profiler:
-    def __init__(self, kernel, tensor_supply_type=None, seed=0):
-        self.kernel = kernel
-        self.rng = np.random.default_rng(seed)
+    """Times and checks a compiled kernel on generated inputs: kernel.get_profiler(
+    tensor_supply_type=TensorSupplyType.Auto)."""
 
-    def _inputs(self):
-        binder_vals = {}
+    def __init__(self, kernel, tensor_supply_type=None, seed=None):
+        from ..utils.tensor import TensorSupplyType, get_tensor_supply
+        self.kernel = kernel
+        self.supply_type = TensorSupplyType.Auto if tensor_supply_type is None else tensor_supply_type
+        rng = np.random.default_rng(seed) if seed is not None else None
+        self.supply = get_tensor_supply(self.supply_type, rng)
+
+    @property
+    def params(self):
+        return self.kernel.params
+
+    @property
+    def result_idx(self):
+        return list(self.kernel.out_idx)
+
+    def _get_inputs(self, with_output=False):
+        """One generated argument per input parameter (and per output with with_output):
+        arrays of the parameter's dtype as the supply type says, 1 for scalars; on the
+        device for CUDA targets."""
         out = []
-        for p in self.kernel.input_params:
-            if p.kind == "scalar":
-                out.append(1)
+        for i, p in enumerate(self.kernel.params):
+            if i in self.kernel.out_idx and not with_output:
                 continue
-            shape = []
-            for e in p.shape:
-                if e.kind != "IntImm":
-                    raise ValueError(f"profiler: parameter '{p.name}' has a dynamic shape; pass inputs yourself")
-                shape.append(e.value)
-            npd = numpy_dtype(p.dtype)
-            if np.issubdtype(np.dtype(npd), np.integer):
-                out.append(self.rng.integers(-4, 4, size=shape).astype(npd))
-            else:
-                out.append(self.rng.standard_normal(shape).astype(npd))
+            out.append(1 if p.kind == "scalar" else self.supply(p))
         if self.kernel.target.startswith("cuda"):
             # On the device, so that timings leave out the host <-> device copies.
             import torch
@@ -71,17 +77,33 @@ class Profiler:
                    for x in out]
         return out
 
+    _inputs = _get_inputs
+
+    def run_once(self, func=None):
+        """Runs func (the kernel by default) once on generated inputs and returns its result."""
+        return (func or self.kernel)(*self._get_inputs())
+
+    def __call__(self, *args, **kwargs):
+        return self.kernel(*args, **kwargs)
+
     def do_bench(self, func=None, warmup=3, rep=10, n_warmup=None, n_repeat=None, input_tensors=None, **kw):
-        args = input_tensors if input_tensors is not None else self._inputs()
+        args = input_tensors if input_tensors is not None else self._get_inputs()
         fn = func or self.kernel
         return do_bench(lambda: fn(*args), warmup=n_warmup or warmup, rep=n_repeat or rep)
 
-    def assert_allclose(self, reference_program, input_tensors=None, atol=1e-2, rtol=1e-2, max_mismatched_ratio=0.0):
-        args = input_tensors if input_tensors is not None else self._inputs()
-        ours = self.kernel(*args)
+    def assert_allclose(self, reference_program, input_tensors=None, atol=1e-2, rtol=1e-2, max_mismatched_ratio=0.01):
+        """Runs reference_program and the kernel on the same inputs and asserts that every
+        output is close: |ours - ref| <= atol + rtol * |ref| for all but a fraction
+        max_mismatched_ratio of the elements (tilelang.utils.torch_assert_close; dtypes may
+        differ)."""
+        from ..utils.tensor import torch_assert_close
+        args = input_tensors if input_tensors is not None else self._get_inputs()
         ref = reference_program(*args)
-        ours = ours if isinstance(ours, (list, tuple)) else [ours]
-        ref = ref if isinstance(ref, (list, tuple)) else [ref]
+        ours = self.kernel(*args)
+        ours = [] if ours is None else list(ours) if isinstance(ours, (list, tuple)) else [ours]
+        ref = [] if ref is None else list(ref) if isinstance(ref, (list, tuple)) else [ref]
+        if len(ours) != len(ref):
+            raise AssertionError(f"the kernel returned {len(ours)} output(s), the reference {len(ref)}")
         for a, b in zip(ours, ref):
-            np.testing.assert_allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64),
-                                       rtol=rtol, atol=atol)
+            torch_assert_close(a, b, rtol=rtol, atol=atol, max_mismatched_ratio=max_mismatched_ratio,
+                               check_dtype=False, check_device=False, base_name="tilelang", ref_name="ref")

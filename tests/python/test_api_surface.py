@@ -1,0 +1,465 @@
+"""Names TileLang programs use outside the kernel language proper: pass config keys, tensor
+supply kinds and the profiler, the cache switches, tilelang.testing / utils / math, dtype
+objects, T.Serial, and the JIT object's .compile()."""
+import enum
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+import tilelang.testing
+from tilelang import PassConfigKey, TensorSupplyType
+from tilelang.jit import cache as jit_cache
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TILELANG_DISABLE_CACHE", raising=False)
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def cache_switch():
+    """Restores the process-wide cache switch after a test that flips it."""
+    saved = jit_cache._switch
+    yield
+    jit_cache._switch = saved
+
+
+def scale_kernel(n, factor, dtype="float32"):
+    @T.prim_func
+    def scale(A: T.Tensor((n,), dtype), B: T.Tensor((n,), dtype)):
+        with T.Kernel(T.ceildiv(n, 64), threads=64) as bx:
+            for i in T.Parallel(64):
+                B[bx * 64 + i] = A[bx * 64 + i] * factor
+
+    return scale
+
+
+# ---------------------------------------------------------------- PassConfigKey
+def test_pass_config_key_members_are_the_option_strings():
+    assert issubclass(PassConfigKey, str) and issubclass(PassConfigKey, enum.Enum)
+    assert tilelang.transform.PassConfigKey is PassConfigKey
+    assert PassConfigKey.TL_DISABLE_TMA_LOWER.value == "tl.disable_tma_lower"
+    assert PassConfigKey.TL_DISABLE_WARP_SPECIALIZED == "tl.disable_warp_specialized"
+    assert PassConfigKey.TL_ENABLE_FAST_MATH.value == "tl.enable_fast_math"
+    assert PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS.value == "tl.disable_safe_memory_legalize"
+    assert PassConfigKey.TIR_DISABLE_VECTORIZE.value == "tir.disable_vectorize"
+    assert PassConfigKey.CUDA_KERNELS_OUTPUT_DIR.value == "cuda.kernels_output_dir"
+    assert PassConfigKey("tl.disable_wgmma") is PassConfigKey.TL_DISABLE_WGMMA
+    # a member and its string are the same dict key
+    assert {PassConfigKey.TL_DISABLE_WGMMA: 1}["tl.disable_wgmma"] == 1
+
+
+def test_every_pass_config_key_is_accepted_by_compile(cache_dir):
+    from tilelang.jit.kernel import KNOWN_PASS_CONFIGS
+    top_level = [m for m in PassConfigKey if "." in m.value]
+    assert len(top_level) >= 50
+    missing = [m.name for m in top_level if m.value not in KNOWN_PASS_CONFIGS]
+    assert missing == []
+    # the sub-keys of TL_SIMPLIFY are not options of their own
+    assert PassConfigKey.TL_SIMPLIFY_ENABLE_LET_INLINE.value == "enable_simplify_let_inline"
+    assert "enable_simplify_let_inline" not in KNOWN_PASS_CONFIGS
+
+
+def test_pass_configs_keyed_by_members_compile_and_run(cache_dir):
+    configs = {PassConfigKey.TL_DISABLE_TMA_LOWER: True, PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True,
+               PassConfigKey.TL_ENABLE_FAST_MATH: False}
+    k = tilelang.compile(scale_kernel(128, 3.0), out_idx=[-1], target="cpu", pass_configs=configs)
+    assert k.pass_configs == {"tl.disable_tma_lower": True, "tl.disable_warp_specialized": True,
+                              "tl.enable_fast_math": False}
+    assert all(type(key) is str for key in k.pass_configs)
+    a = np.arange(128, dtype=np.float32)
+    np.testing.assert_array_equal(k(a), a * np.float32(3.0))
+
+    @tilelang.jit(out_idx=[-1], target="cpu", pass_configs={PassConfigKey.TL_DISABLE_WGMMA: True})
+    def scaled(n):
+        return scale_kernel(n, 0.5)
+
+    np.testing.assert_array_equal(scaled(64)(np.ones(64, np.float32)), np.full(64, 0.5, np.float32))
+
+
+def test_pass_configs_change_the_cache_key_but_members_equal_strings(cache_dir):
+    k1 = tilelang.compile(scale_kernel(64, 2.0), target="cpu", pass_configs={PassConfigKey.TL_DISABLE_WGMMA: True})
+    k2 = tilelang.compile(scale_kernel(64, 2.0), target="cpu", pass_configs={"tl.disable_wgmma": True})
+    assert k1.cache_key == k2.cache_key
+    assert k2.cache_hit == "memory"
+
+
+def test_lowering_switch_given_as_member_reaches_the_compiler():
+    # tl.disable_tma_lower given as a member must switch TMA off, as the string does.
+    from tilelang.jit.backends import switches
+    from tilelang.jit.kernel import _check_pass_configs
+    configs = _check_pass_configs({PassConfigKey.TL_DISABLE_TMA_LOWER: True, PassConfigKey.TL_DISABLE_WGMMA: False})
+    assert switches(configs) == ["tl.disable_tma_lower"]
+
+
+def test_unknown_pass_config_still_rejected():
+    with pytest.raises(ValueError, match="unknown pass config 'tl.disable_tma_lowr'"):
+        tilelang.compile(scale_kernel(64, 1.0), target="cpu", pass_configs={"tl.disable_tma_lowr": True})
+    with pytest.raises(ValueError, match="unknown pass config 'enable_simplify_let_inline'"):
+        tilelang.compile(scale_kernel(64, 1.0), target="cpu",
+                         pass_configs={PassConfigKey.TL_SIMPLIFY_ENABLE_LET_INLINE: True})
+
+
+# ---------------------------------------------------------------- TensorSupplyType and the profiler
+def test_tensor_supply_type_enum():
+    assert [(m.name, m.value) for m in TensorSupplyType] == [
+        ("Integer", 1), ("Uniform", 2), ("Normal", 3), ("Randn", 4), ("Zero", 5), ("One", 6), ("Auto", 7)]
+    assert tilelang.utils.TensorSupplyType is TensorSupplyType
+    assert tilelang.utils.tensor.TensorSupplyType is TensorSupplyType
+
+
+class _Param:
+    def __init__(self, shape, dtype, name="X"):
+        self.shape, self.dtype, self.name = shape, dtype, name
+
+
+def test_tensor_supply_values():
+    from tilelang.utils.tensor import get_tensor_supply
+    rng = np.random.default_rng(0)
+
+    def make(kind, dtype, shape=(64, 64)):
+        return get_tensor_supply(kind, rng)(_Param(shape, dtype))
+
+    x = make(TensorSupplyType.Integer, "float32")
+    assert x.dtype == np.float32 and x.shape == (64, 64)
+    assert set(np.unique(x)) <= {-2, -1, 0, 1, 2} and len(np.unique(x)) == 5
+    u = make(TensorSupplyType.Integer, "uint8")
+    assert u.dtype == np.uint8 and set(np.unique(u)) == {0, 1, 2}
+    b = make(TensorSupplyType.Integer, "bool")
+    assert b.dtype == np.bool_ and set(np.unique(b)) == {False, True}
+    f = make(TensorSupplyType.Uniform, "float16")
+    assert f.dtype == np.float16 and f.min() >= -1 and f.max() <= 1 and len(np.unique(f)) > 100
+    n = make(TensorSupplyType.Normal, "float32", (4096,))
+    assert abs(n.mean() + 1.0) < 0.1 and abs(n.std() - 1.0) < 0.1  # mean -1, std 1
+    r = make(TensorSupplyType.Randn, "float32", (4096,))
+    assert abs(r.mean()) < 0.1 and abs(r.std() - 1.0) < 0.1
+    assert (make(TensorSupplyType.Zero, "int32") == 0).all() and make(TensorSupplyType.Zero, "int32").dtype == np.int32
+    assert (make(TensorSupplyType.One, "float64") == 1).all()
+    assert (make(TensorSupplyType.Uniform, "int8") == 1).all()  # int8 cannot hold uniform values
+    a = make(TensorSupplyType.Auto, "float32")
+    assert a.min() >= -1 and a.max() <= 1 and len(np.unique(a)) > 100
+    ai = make(TensorSupplyType.Auto, "int32")
+    assert set(np.unique(ai)) <= {-2, -1, 0, 1, 2}
+    bf = make(TensorSupplyType.Auto, "bfloat16")
+    assert bf.dtype.name == "bfloat16"
+    with pytest.raises(TypeError, match="tensor_supply_type must be a tilelang.TensorSupplyType"):
+        get_tensor_supply("Auto")
+
+
+def test_profiler_uses_the_supply_type(cache_dir):
+    k = tilelang.compile(scale_kernel(256, 2.0), out_idx=[-1], target="cpu")
+    assert k.get_profiler().supply_type is TensorSupplyType.Auto
+    ones = k.get_profiler(tensor_supply_type=TensorSupplyType.One)
+    (a,) = ones._get_inputs()
+    assert a.dtype == np.float32 and a.shape == (256,) and (a == 1).all()
+    np.testing.assert_array_equal(ones.run_once(), np.full(256, 2.0, np.float32))
+    ints = k.get_profiler(TensorSupplyType.Integer)
+    (x,) = ints._get_inputs()
+    assert set(np.unique(x)) <= {-2, -1, 0, 1, 2}
+    ints.assert_allclose(lambda a: a * 2, atol=0, rtol=0)
+    assert ints.do_bench(warmup=1, rep=2) > 0
+    assert len(ints._get_inputs(with_output=True)) == 2
+
+
+def test_profiler_assert_allclose_honours_max_mismatched_ratio(cache_dir):
+    k = tilelang.compile(scale_kernel(1000, 2.0), out_idx=[-1], target="cpu")
+    prof = k.get_profiler(TensorSupplyType.Randn)
+
+    def off_by_one_in(count):
+        def ref(a):
+            r = a * 2
+            r[:count] += 1.0
+            return r
+        return ref
+
+    prof.assert_allclose(off_by_one_in(5), atol=1e-5, rtol=1e-5, max_mismatched_ratio=0.01)  # 5 <= 10
+    with pytest.raises(AssertionError, match="Too many mismatched elements: 11 > 10"):
+        prof.assert_allclose(off_by_one_in(11), atol=1e-5, rtol=1e-5, max_mismatched_ratio=0.01)
+    with pytest.raises(AssertionError, match="Too many mismatched elements: 1 > 0"):
+        prof.assert_allclose(off_by_one_in(1), atol=1e-5, rtol=1e-5, max_mismatched_ratio=0.0)
+
+
+def test_profiler_seed_follows_set_random_seed(cache_dir):
+    k = tilelang.compile(scale_kernel(64, 1.0), out_idx=[-1], target="cpu")
+    tilelang.testing.set_random_seed(7)
+    first = k.get_profiler(TensorSupplyType.Randn)._get_inputs()[0]
+    tilelang.testing.set_random_seed(7)
+    again = k.get_profiler(TensorSupplyType.Randn)._get_inputs()[0]
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, k.get_profiler(TensorSupplyType.Randn)._get_inputs()[0])
+
+
+def test_profiler_rejects_dynamic_shapes(cache_dir):
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def copy(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, 64), threads=64) as bx:
+            for i in T.Parallel(64):
+                if bx * 64 + i < n:
+                    B[bx * 64 + i] = A[bx * 64 + i]
+
+    k = tilelang.compile(copy, out_idx=[-1], target="cpu")
+    with pytest.raises(ValueError, match="static shape"):
+        k.get_profiler()._get_inputs()
+
+
+# ---------------------------------------------------------------- cache switches
+def test_disable_and_enable_cache(cache_dir, cache_switch):
+    assert tilelang.is_cache_enabled() is True
+    tilelang.disable_cache()
+    assert tilelang.is_cache_enabled() is False
+    k1 = tilelang.compile(scale_kernel(64, 4.0), out_idx=[-1], target="cpu")
+    k2 = tilelang.compile(scale_kernel(64, 4.0), out_idx=[-1], target="cpu")
+    assert k1.cache_hit is None and k2.cache_hit is None  # neither memory nor disk
+    assert not cache_dir.exists()
+    np.testing.assert_array_equal(k2(np.ones(64, np.float32)), np.full(64, 4.0, np.float32))
+    tilelang.enable_cache()
+    assert tilelang.is_cache_enabled() is True
+    k3 = tilelang.compile(scale_kernel(64, 4.0), out_idx=[-1], target="cpu")
+    k4 = tilelang.compile(scale_kernel(64, 4.0), out_idx=[-1], target="cpu")
+    assert k3.cache_hit is None and k4.cache_hit == "memory"
+    assert cache_dir.exists()
+
+
+def test_cache_switch_overrides_environment(cache_dir, cache_switch, monkeypatch):
+    monkeypatch.setenv("TILELANG_DISABLE_CACHE", "1")
+    assert tilelang.is_cache_enabled() is False
+    tilelang.enable_cache()
+    assert tilelang.is_cache_enabled() is True
+    jit_cache._switch = None
+    monkeypatch.setenv("TILELANG_DISABLE_CACHE", "0")
+    assert tilelang.is_cache_enabled() is True
+
+
+def test_clear_cache(cache_dir, cache_switch):
+    import tilelang.cache
+    tilelang.compile(scale_kernel(64, 6.0), out_idx=[-1], target="cpu")
+    assert any(cache_dir.rglob("meta.json"))
+    tilelang.cache.clear_cache()
+    assert not cache_dir.exists()
+    k = tilelang.compile(scale_kernel(64, 6.0), out_idx=[-1], target="cpu")
+    assert k.cache_hit is None  # compiled again: memory and disk were emptied
+
+
+# ---------------------------------------------------------------- tilelang.math, tilelang.cdiv
+def test_cdiv_and_next_power_of_2():
+    assert tilelang.cdiv is tilelang.math.cdiv
+    assert [tilelang.cdiv(a, 4) for a in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
+    assert [tilelang.math.next_power_of_2(x) for x in (1, 2, 3, 5, 64, 65)] == [1, 2, 4, 8, 64, 128]
+
+
+def test_cdiv_in_a_kernel(cache_dir):
+    n = 200
+
+    @T.prim_func
+    def blocks(A: T.Tensor((n,), "int32")):
+        with T.Kernel(tilelang.cdiv(n, 64), threads=64) as bx:
+            for i in T.Parallel(64):
+                if bx * 64 + i < n:
+                    A[bx * 64 + i] = bx
+
+    k = tilelang.compile(blocks, out_idx=[-1], target="cpu")
+    np.testing.assert_array_equal(k(), np.arange(n, dtype=np.int32) // 64)
+
+
+# ---------------------------------------------------------------- tilelang.testing
+def test_torch_assert_close():
+    from tilelang.testing import torch_assert_close
+    assert tilelang.utils.torch_assert_close is torch_assert_close
+    a = np.linspace(0, 1, 1000, dtype=np.float32)
+    b = a.copy()
+    assert torch_assert_close(a, b) is True
+    b[:1] += 1.0  # 1 of 1000 off: allowed by the default ratio 0.001
+    assert torch_assert_close(a, b) is True
+    b[:2] += 1.0
+    with pytest.raises(AssertionError, match=r"Too many mismatched elements: 2 > 1 \(0.10% allowed, but get 0.20%\)"):
+        torch_assert_close(a, b)
+    with pytest.raises(AssertionError, match="First mismatch at index \\[0\\]"):
+        torch_assert_close(a, b, max_mismatched_ratio=0)
+    with pytest.raises(AssertionError, match="'shape' do not match"):
+        torch_assert_close(a, a[:10])
+    with pytest.raises(AssertionError, match="'dtype' do not match: float32 != float64"):
+        torch_assert_close(a, a.astype(np.float64))
+    assert torch_assert_close(a, a.astype(np.float64), check_dtype=False)
+    nan = np.array([np.nan, 1.0])
+    assert torch_assert_close(nan, nan.copy(), max_mismatched_ratio=0)
+    with pytest.raises(AssertionError):
+        torch_assert_close(nan, nan.copy(), max_mismatched_ratio=0, equal_nan=False)
+
+
+def test_assert_allclose_and_set_random_seed():
+    tilelang.testing.assert_allclose(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-9]))
+    with pytest.raises(AssertionError):
+        tilelang.testing.assert_allclose(np.array([1.0, 2.0]), np.array([1.0, 2.001]))
+    tilelang.testing.assert_allclose(np.array([1.0, 2.0]), np.array([1.0, 2.001]), rtol=1e-3, atol=0)
+    with pytest.raises(AssertionError, match="shapes differ"):
+        tilelang.testing.assert_allclose(np.zeros(3), np.zeros((3, 1)))
+    tilelang.testing.set_random_seed(3)
+    a = np.random.rand(4)
+    tilelang.testing.set_random_seed(3)
+    np.testing.assert_array_equal(a, np.random.rand(4))
+
+
+def test_requires_decorators():
+    import _pytest.mark
+    for deco in (tilelang.testing.requires_cuda, tilelang.testing.requires_cuda_compute_version(9, 0),
+                 tilelang.testing.requires_cuda_compute_version_ge(8, 0), tilelang.testing.requires_package("numpy")):
+        marks = deco.marks()
+        assert len(marks) == 1 and isinstance(marks[0], _pytest.mark.structures.MarkDecorator)
+        assert marks[0].name == "skipif"
+    assert tilelang.testing.requires_package("numpy").reason() is None
+    assert "not installed" in tilelang.testing.requires_package("surely_not_a_module_xyz").reason()
+    assert tilelang.testing.requires_llvm.reason() is None
+    has_cuda = tilelang.cuda_available()
+    assert (tilelang.testing.requires_cuda.reason() is None) == has_cuda
+    assert tilelang.testing.requires_cuda_compute_version(99, 0).reason() is not None
+    with pytest.raises(ValueError, match="Invalid mode"):
+        tilelang.testing.requires_cuda_compute_version(9, 0, mode="ne")
+
+    def f():
+        return 1
+    decorated = tilelang.testing.requires_package("numpy")(f)
+    assert decorated is f and decorated.pytestmark[0].name == "skipif"
+
+
+@tilelang.testing.requires_package("surely_not_a_module_xyz")
+def test_requires_package_skips_this_test():
+    raise AssertionError("must have been skipped")
+
+
+# ---------------------------------------------------------------- tilelang.utils
+def test_utils_scope_predicates_and_determine_target():
+    from tilelang import utils
+    seen = {}
+
+    @T.prim_func
+    def k(A: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            S = T.alloc_shared((64,), "float32")
+            F = T.alloc_fragment((64,), "float32")
+            L = T.alloc_local((4,), "float32")
+            seen.update(A=(utils.is_global(A), utils.is_shared(A)),
+                        S=(utils.is_shared(S), utils.is_shared_dynamic(S), utils.is_shared(S, allow_dynamic=False)),
+                        F=(utils.is_fragment(F), utils.is_local(F)), L=(utils.is_local(L), utils.is_fragment(L)))
+            T.copy(A, S)
+
+    assert seen == {"A": (True, False), "S": (True, True, False), "F": (True, False), "L": (True, False)}
+    assert utils.array_reduce([2, 3, 4]) == 24
+    assert utils.determine_target("cpu") == "cpu"
+    assert utils.determine_target("auto") == ("cpu" if not tilelang.cuda_available() else utils.determine_target("cuda"))
+
+
+def test_map_torch_type():
+    torch = pytest.importorskip("torch")
+    from tilelang.utils import map_torch_type
+    assert map_torch_type("float16") is torch.float16
+    assert map_torch_type("e4m3_float8") is torch.float8_e4m3fn
+    assert map_torch_type(T.bfloat16) is torch.bfloat16
+
+
+# ---------------------------------------------------------------- dtypes
+def test_dtype_objects():
+    assert T.dtype is tilelang.DataType
+    assert isinstance(T.float16, T.dtype) and isinstance(T.float16, str)
+    assert T.dtype("float16") == T.float16 == "float16"
+    assert T.dtype(float) == "float32" and T.dtype(int) == "int32" and T.dtype(bool) == "bool"
+    assert T.dtype(np.float16) == "float16" and T.dtype("half") == "float16"
+    assert [T.dtype(n).bits for n in ("float16", "bfloat16", "int8", "float8_e4m3", "int4", "bool", "float64")] == \
+        [16, 16, 8, 8, 4, 1, 64]
+    assert T.dtype("float16x4").lanes == 4 and T.dtype("float16x4").bits == 16 and T.float32.lanes == 1
+    assert T.dtype("float16").itemsize == 2 and T.dtype("float16x4").itemsize == 8
+    assert T.float32.as_numpy() == np.float32
+    assert 128 // tilelang.DataType("float16").bits == 8
+    with pytest.raises(TypeError, match="Invalid DataType"):
+        T.dtype(object())
+
+
+def test_dtype_object_in_a_kernel(cache_dir):
+    dt = T.dtype("float16")
+
+    @T.prim_func
+    def half_add(A: T.Tensor((64,), dt), B: T.Tensor((64,), dt)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                B[i] = A[i] + dt(1.5)
+
+    k = tilelang.compile(half_add, out_idx=[-1], target="cpu")
+    a = np.arange(64, dtype=np.float16)
+    out = k(a)
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, a + np.float16(1.5))
+
+
+# ---------------------------------------------------------------- T.Serial
+def test_serial_alias(cache_dir):
+    assert T.Serial is T.serial
+
+    @T.prim_func
+    def prefix(A: T.Tensor((16,), "int32"), B: T.Tensor((16,), "int32")):
+        with T.Kernel(1, threads=1) as bx:
+            acc = T.alloc_var("int32", 0)
+            for i in T.Serial(16):
+                acc = acc + A[i]
+                B[i] = acc
+
+    k = tilelang.compile(prefix, out_idx=[-1], target="cpu")
+    a = np.arange(1, 17, dtype=np.int32)
+    np.testing.assert_array_equal(k(a), np.cumsum(a).astype(np.int32))
+
+
+# ---------------------------------------------------------------- JITImpl and .compile()
+def test_jit_impl_compile(cache_dir, tmp_path):
+    calls = []
+
+    @tilelang.jit(out_idx=[-1], target="cpu", debug_root_path=str(tmp_path / "dbg"))
+    def scaled(n, factor=2.0):
+        calls.append((n, factor))
+        return scale_kernel(n, factor)
+
+    from tilelang.jit import JITImpl
+    assert isinstance(scaled, tilelang.jit.JITImpl) and tilelang.JITImpl is tilelang.jit.JITImpl is JITImpl
+    assert tilelang.jit.JITKernel is tilelang.JITKernel
+    assert scaled.__name__ == "scaled" and scaled.out_idx == [-1] and scaled.target == "cpu"
+    k = scaled.compile(128, factor=3.0)
+    assert isinstance(k, tilelang.JITKernel)
+    # debug_root_path: the source and the program of the last compile
+    assert (tmp_path / "dbg" / "tilelang_jit_kernel_scaled.c").read_text() == k.get_kernel_source()
+    assert "def scale" in (tmp_path / "dbg" / "tilelang_jit_program_scaled.py").read_text()
+    a = np.arange(128, dtype=np.float32)
+    np.testing.assert_array_equal(k(a), a * np.float32(3.0))
+    k2 = scaled(128, factor=3.0)
+    np.testing.assert_array_equal(k2(a), a * np.float32(3.0))
+    assert scaled(128, factor=3.0) is k2  # the call caches by arguments
+    assert scaled.compile(n=64)(np.ones(64, np.float32)).tolist() == [2.0] * 64
+    assert calls == [(128, 3.0), (128, 3.0), (64, 2.0)]
+    src = scaled.get_kernel_source(128, factor=3.0)
+    assert src == k.get_kernel_source() != scaled.get_kernel_source(64)
+    assert scaled.get_tir(32).params[0].name == "A"
+
+
+def test_jit_impl_par_compile_and_bad_factory(cache_dir):
+    @tilelang.jit(out_idx=[-1], target="cpu")
+    def scaled(n, factor=2.0):
+        if n < 0:
+            raise ValueError("n must be >= 0")
+        return scale_kernel(n, factor)
+
+    kernels = scaled.par_compile([(64,), {"n": 64, "factor": 5.0}, (-1,)], num_workers=2, ignore_error=True)
+    assert kernels[2] is None
+    np.testing.assert_array_equal(kernels[1](np.ones(64, np.float32)), np.full(64, 5.0, np.float32))
+    with pytest.raises(ValueError, match="n must be >= 0"):
+        scaled.par_compile([(-1,)])
+    with pytest.raises(ValueError, match="Invalid config type"):
+        scaled.par_compile([64])
+
+    @tilelang.jit
+    def not_a_kernel(n):
+        return n
+
+    with pytest.raises(TypeError, match="must return a @T.prim_func, got int"):
+        not_a_kernel.compile(3)
