@@ -12,8 +12,11 @@ from . import ir  # noqa: F401 - installs the operators of kernel expressions
 from . import errors, language, layout  # noqa: F401
 from .jit import JITKernel, compile, jit
 from .profiler import do_bench
+from .utils.tensor import TensorSupplyType
+from .autotuner import autotune  # noqa: E402 - after jit, which it wraps
 
-__all__ = ["jit", "compile", "JITKernel", "language", "errors", "do_bench", "lower", "cuda_available"]
+__all__ = ["jit", "compile", "JITKernel", "language", "errors", "do_bench", "lower", "cuda_available",
+           "autotune", "TensorSupplyType"]
 
 
 def lower(func, target="auto"):

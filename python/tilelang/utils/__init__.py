@@ -1,0 +1,2 @@
+"""Helpers shared by the profiler and the autotuner."""
+from .tensor import TensorSupplyType  # noqa: F401
