@@ -111,6 +111,18 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' / '.join(lines[:3])}"[:500]
 
 
+def _call_configs(configs, args, kwargs) -> list:
+    """A callable configuration space called with the problem's arguments: the positional
+    ones, and the keyword ones it takes (tuned parameters given by the caller are not its)."""
+    try:
+        params = inspect.signature(configs).parameters
+    except (TypeError, ValueError):
+        params = None
+    if params is not None and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        kwargs = {k: v for k, v in kwargs.items() if k in params}
+    return list(configs(*args, **kwargs) or [])
+
+
 class _Rejected(Exception):
     pass
 
@@ -303,8 +315,7 @@ class AutoTuner:
     def _config_list(self) -> list:
         configs = self.configs
         if callable(configs):
-            args, kwargs = self._kernel_args
-            configs = configs(*args, **kwargs)
+            configs = _call_configs(configs, *self._kernel_args)
         configs = list(configs or [])
         if not configs:
             raise ValueError("autotune: no configurations to tune (configs is empty)")
@@ -619,7 +630,7 @@ class AutoTuneImpl:
         key = _hashable(sorted((k, v) for k, v in bound.arguments.items() if k not in self.do_not_specialize))
         if key in self._tuner_cache:
             return self._tuner_cache[key]
-        configs = self.configs(*args, **kwargs) if callable(self.configs) else list(self.configs or [])
+        configs = _call_configs(self.configs, args, kwargs) if callable(self.configs) else list(self.configs or [])
         tunable = {k for c in configs for k in c}
         given = tunable & set(bound.arguments)
         if given and given == tunable:
