@@ -314,3 +314,35 @@ def test_assert_close_mismatch_ratio():
         assert_close(ours, ref, max_mismatched_ratio=0.01)
     with pytest.raises(AssertionError):
         assert_close(ours, ref)
+
+
+
+def test_best_is_the_fastest_and_early_stop(monkeypatch):
+    latency_of = {32: 3.0, 64: 1.0, 128: 2.0, 16: 0.5}
+    block_of = {}
+
+    def factory(block):
+        f = scale_add(128, block)
+        block_of[id(f)] = block
+        return f
+
+    timed = []
+
+    def fake_time(self, kernel, warmup, rep):
+        block = block_of[id(kernel.prim_func)]
+        timed.append(block)
+        return latency_of[block]
+
+    monkeypatch.setattr(AutoTuner, "_check_and_time", fake_time)
+    configs = [dict(block=b) for b in (32, 64, 128, 16)]
+    tuner = (AutoTuner.from_kernel(kernel=factory, configs=configs).set_compile_args(out_idx=[-1], target="cpu"))
+    assert tuner.run(warmup=0, rep=1).config == {"block": 16}
+    # Early stop after one candidate without improvement: 128 is slower than 64, so 16 is
+    # never timed.
+    AutoTuner._memory_cache.clear()
+    timed.clear()
+    tuner = (AutoTuner.from_kernel(kernel=factory, configs=configs).set_compile_args(out_idx=[-1], target="cpu"))
+    tuner.early_stop = 1
+    result = tuner.run(warmup=0, rep=2)
+    assert timed == [32, 64, 128] and result.config == {"block": 64}
+    assert [r.status for r in result.records] == ["ok", "ok", "ok", "skipped"]

@@ -122,7 +122,10 @@ class AutotuneResult:
                  + (f" (cache {self.cache_hit})" if self.cache_hit else f" in {self.tuning_time:.2f} s "
                     f"(compile {self.compile_seconds:.2f} s, check + benchmark {self.bench_seconds:.2f} s)")]
         for rank, r in enumerate(ok[:top], 1):
-            rate = f"  {flops / (r.latency * 1e-3) / 1e12:8.2f} TFLOP/s" if flops and r.latency else ""
+            rate = ""
+            if flops and r.latency:
+                per_s = flops / (r.latency * 1e-3)
+                rate = f"  {per_s / 1e12:8.2f} TFLOP/s" if per_s >= 1e12 else f"  {per_s / 1e9:8.2f} GFLOP/s"
             lines.append(f"  {rank:2d}. {r.latency:10.4f} ms{rate}  {r.config}")
         if self.ref_latency is not None:
             lines.append(f"  reference: {self.ref_latency:.4f} ms")

@@ -369,7 +369,7 @@ class AutoTuner:
             "kernel_args": _normalise([list(args), kwargs]), "signature": signature,
             "configs": _normalise([r.config for r in records]), "candidates": candidates,
             "compile": compile_args.key_parts(), "profile": self.profile_args.key_parts(),
-            "warmup": warmup, "rep": rep,
+            "warmup": warmup, "rep": rep, "early_stop": self.early_stop,
             "inputs": None if self._captured_inputs is None else _normalise(self._captured_inputs),
         }
         return result_cache.key_of(parts)
