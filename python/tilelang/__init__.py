@@ -17,10 +17,11 @@ from .math import cdiv, next_power_of_2
 from .profiler import Profiler, do_bench
 from .transform import PassConfigKey
 from .utils import TensorSupplyType
+from .autotuner import autotune  # noqa: E402 - after jit, which it wraps
 
 __all__ = ["jit", "compile", "JITKernel", "JITImpl", "language", "errors", "do_bench", "lower", "cuda_available",
            "PassConfigKey", "TensorSupplyType", "Profiler", "DataType", "cdiv", "next_power_of_2", "disable_cache",
-           "enable_cache", "is_cache_enabled", "transform", "utils"]
+           "enable_cache", "is_cache_enabled", "transform", "utils", "autotune"]
 
 
 def lower(func, target="auto"):

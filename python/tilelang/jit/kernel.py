@@ -177,6 +177,15 @@ def _warn_slower_paths(report: str):
 class JITKernel:
     """A kernel compiled for one target; call it with arrays (inputs first, outputs by out_idx)."""
 
+    # Set by the autotuner on the kernel it chose (upstream's attributes).
+    latency = None
+    config = None
+    ref_latency = None
+
+    def update_tuner_result(self, latency, config, ref_latency):
+        self.latency, self.config, self.ref_latency = latency, config, ref_latency
+        return self
+
     def __init__(self, func, out_idx=None, target="auto", target_host=None, execution_backend="auto",
                  verbose=False, pass_configs=None, compile_flags=None):
         from ..ir import PrimFunc

@@ -61,6 +61,11 @@ class Profiler:
     def result_idx(self):
         return list(self.kernel.out_idx)
 
+    def _get_params(self, with_output=False):
+        """The kernel's parameters inputs are made for (upstream's name): inputs, and with
+        with_output the outputs too."""
+        return list(self.kernel.params if with_output else self.kernel.input_params)
+
     def _get_inputs(self, with_output=False):
         """One generated argument per input parameter (and per output with with_output):
         arrays of the parameter's dtype as the supply type says, 1 for scalars; on the
@@ -107,3 +112,38 @@ class Profiler:
         for a, b in zip(ours, ref):
             torch_assert_close(a, b, rtol=rtol, atol=atol, max_mismatched_ratio=max_mismatched_ratio,
                                check_dtype=False, check_device=False, base_name="tilelang", ref_name="ref")
+
+    def manual_assert_close(self, reference_program, input_tensors=None, manual_check_prog=None):
+        """Runs the kernel and reference_program on the same inputs and hands both results
+        to manual_check_prog(ours, reference), which raises when they disagree."""
+        args = input_tensors if input_tensors is not None else self._inputs()
+        ours = self.kernel(*args)
+        ref = reference_program(*args)
+        manual_check_prog(ours, ref)
+
+
+def _host(x):
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":
+            x = x.float()
+        return x.numpy()
+    return np.asarray(x)
+
+
+def assert_close(ours, ref, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.0):
+    """Raises AssertionError unless |ours - ref| <= atol + rtol * |ref| everywhere but in at
+    most max_mismatched_ratio of the elements."""
+    a = _host(ours).astype(np.float64)
+    b = _host(ref).astype(np.float64)
+    if not max_mismatched_ratio:
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+        return
+    if a.shape != b.shape:
+        raise AssertionError(f"shapes differ: {a.shape} vs reference {b.shape}")
+    bad = ~np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+    ratio = float(bad.mean()) if bad.size else 0.0
+    if ratio > max_mismatched_ratio:
+        worst = float(np.nanmax(np.abs(a - b))) if bad.size else 0.0
+        raise AssertionError(f"{int(bad.sum())} of {bad.size} elements ({ratio:.2%}) differ beyond rtol={rtol}, "
+                             f"atol={atol} (allowed {max_mismatched_ratio:.2%}); largest difference {worst:g}")
