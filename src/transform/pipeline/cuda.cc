@@ -4,6 +4,7 @@
 
 #include "transform/check_barrier_protocol.h"
 #include "transform/check_register_bounds.h"
+#include "transform/check_thread_budget.h"
 #include "transform/check_tile_ops.h"
 #include "transform/inject_software_pipeline.h"
 #include "transform/fence_async_proxy.h"
@@ -32,6 +33,8 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       {"simplify", simplify},
       // No per-thread register array is read or written past its end.
       {"check_register_bounds", check_register_bounds},
+      // What each thread holds fits the target (else an error, not a compiler that never ends).
+      {"check_thread_budget", [&](const PrimFunc& g) { return check_thread_budget(g, target); }},
       // A TMA pipeline's producer gets a warpgroup of its own (the block grows by 128
       // threads; the code above was made and checked for the consumers' thread range).
       {"warp_specialize", warp_specialize},

@@ -5,6 +5,7 @@
 #include "transform/pipeline/webgpu.h"
 
 #include "transform/check_register_bounds.h"
+#include "transform/check_thread_budget.h"
 #include "transform/check_tile_ops.h"
 #include "transform/insert_barriers.h"
 #include "transform/legalize_safe_memory_access.h"
@@ -24,6 +25,8 @@ PrimFunc lower_for_webgpu(const PrimFunc& f, const Target& target) {
       {"lower_to_threads", [&](const PrimFunc& g) { return lower_to_threads(g, target); }},
       {"simplify", simplify},
       {"check_register_bounds", check_register_bounds},
+      // What each thread holds fits the target (else an error, not a compiler that never ends).
+      {"check_thread_budget", [&](const PrimFunc& g) { return check_thread_budget(g, target); }},
   };
   return run_passes(f, passes);
 }

@@ -1,0 +1,17 @@
+// What one thread holds: its per-thread arrays (fragments' slots, T.alloc_local, the
+// lowerings' operand registers) must fit what the target can give a thread. A kernel over
+// the limit is a compile error at the allocation that tips it over, not a compiler or
+// driver that runs for minutes or hangs.
+#pragma once
+#include "ir/function.h"
+#include "target/target.h"
+
+namespace tl {
+
+// Per kernel, the bytes of all `local` arrays of constant size: over 16 KiB (4096 floats a
+// thread, where NVRTC takes minutes and WebGPU drivers hang) is an error; on CUDA, over
+// the 255 registers (1020 bytes) a thread has, the lowering report says the rest lives in
+// local memory (a slower path).
+PrimFunc check_thread_budget(const PrimFunc& f, const Target& target);
+
+}  // namespace tl
