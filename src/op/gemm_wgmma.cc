@@ -8,6 +8,7 @@
 // descriptor's start address is just the address of the piece's first element.
 // A can also come from registers (attention's P * V), in the accumulator layout of an
 // M x K product on the same warpgroups.
+#include <algorithm>
 #include <functional>
 
 #include "ir/error.h"
@@ -102,22 +103,28 @@ GemmInstruction choose_wgmma(const TileOpNode& op, const Target& target, int64_t
   if (threads % 128 != 0) return no("the block's thread count (" + std::to_string(threads) + ") is not whole warpgroups of 128");
   int64_t groups = threads / 128;
   int64_t policy = full_row ? 1 : attr_int(op, "policy", 0);
-  // Warpgroups along M first (each issues the widest instructions, reading B once); along
-  // N when the policy asks or M runs out of 64-row pieces.
+  // The warpgroup grid follows the policy as upstream's does: Square takes the most square
+  // warpgroup tiles (ties: more warpgroups along M), FullRow all along M, FullCol all
+  // along N. Each warpgroup needs whole 64-row pieces and a valid instruction N.
+  double best_score = 0;
   for (int64_t gm = groups; gm >= 1; --gm) {
     if (groups % gm != 0) continue;
     int64_t gn = groups / gm;
-    if (policy == 2 && gm != 1 && groups > 1) continue;
-    if (full_row && gn != 1) continue;
+    if ((policy == 1 || full_row) && gn != 1) continue;
+    if (policy == 2 && gm != 1) continue;
     if (*m % (64 * gm) != 0 || *n % (8 * gn) != 0) continue;
     int64_t inst_n = pick_inst_n(*n / gn, int8);
     if (!inst_n) continue;
+    double tm = double(*m / gm), tn = double(*n / gn);
+    double score = -std::max(tm / tn, tn / tm);
+    if (ins.kind == GemmInstruction::Kind::Wgmma && score <= best_score) continue;
+    best_score = score;
     ins.kind = GemmInstruction::Kind::Wgmma;
     ins.warps_m = gm;
     ins.warps_n = gn;
     ins.inst_n = inst_n;
-    return ins;
   }
+  if (ins.kind == GemmInstruction::Kind::Wgmma) return ins;
   return no("the " + std::to_string(*m) + " x " + std::to_string(*n) + " tile does not split into 64-row pieces over " +
             std::to_string(groups) + " warpgroup(s)" + (full_row ? " along M" : ""));
 }

@@ -29,14 +29,14 @@ def _sass(func, switches=()):
 # (name, matmul arguments, SASS mnemonic, instructions per K step of one warpgroup)
 SASS_CASES = [
     ("bf16_nn_128x256x64_2wg", dict(M=1024, N=1024, K=1024, block_M=128, block_N=256, block_K=64,
-                                     in_dtype="bfloat16", num_stages=3, threads=256), "HGMMA.64x256x16.F32.BF16", 4),
+                                     in_dtype="bfloat16", num_stages=3, threads=256), "HGMMA.64x128x16.F32.BF16", 8),
     ("fp16_nt_128x128x64_1wg", dict(M=512, N=512, K=512, block_M=128, block_N=128, block_K=64,
                                      in_dtype="float16", transpose_B=True, num_stages=3), "HGMMA.64x128x16.F32", 8),
     ("bf16_tn_64x64x32", dict(M=256, N=256, K=2048, block_M=64, block_N=64, block_K=32, in_dtype="bfloat16",
                               transpose_A=True), "HGMMA.64x64x16.F32.BF16", 2),
     ("fp8_nt_128x256x128_2wg", dict(M=1024, N=1024, K=1024, block_M=128, block_N=256, block_K=128,
                                     in_dtype="float8_e4m3", transpose_B=True, num_stages=3, threads=256),
-     "QGMMA.64x256x32.F32.E4M3.E4M3", 4),
+     "QGMMA.64x128x32.F32.E4M3.E4M3", 8),
     ("int8_nt_128x128x64", dict(M=512, N=512, K=512, block_M=128, block_N=128, block_K=64, in_dtype="int8",
                                 out_dtype="int32", accum_dtype="int32", transpose_B=True, num_stages=3),
      "IGMMA.64x128x32.S8.S8", 4),
@@ -64,7 +64,7 @@ def test_wgmma_sass(name, args, mnemonic, per_step):
 def test_disable_tma_takes_cp_async_and_says_so(switch):
     func = matmul(1024, 1024, 1024, 128, 256, 64, in_dtype="bfloat16", num_stages=3, threads=256)
     sass, usage, report = _sass(func, [switch])
-    assert "HGMMA.64x256x16.F32.BF16" in sass and "LDGSTS" in sass and "UTMALDG" not in sass
+    assert "HGMMA.64x128x16.F32.BF16" in sass and "LDGSTS" in sass and "UTMALDG" not in sass
     assert f"copies by cp.async, not TMA [slower path: not TMA: pass config {switch} is set]" in report
     assert "LOCAL:0" in usage
 
@@ -91,8 +91,12 @@ def test_disable_wgmma_takes_mma_sync_and_says_so():
 def test_lowering_report_names_wgmma_and_each_downgrade():
     report = _C.lower(matmul(1024, 1024, 1024, 128, 256, 64, in_dtype="bfloat16", num_stages=3,
                              threads=256).handle, SM90).lowering_report()
-    assert "T.gemm (bfloat16 x bfloat16 -> float32) on wgmma m64n256k16, 2 x 1 warpgroups; A from shared " \
+    assert "T.gemm (bfloat16 x bfloat16 -> float32) on wgmma m64n128k16, 1 x 2 warpgroups; A from shared " \
            "memory (descriptor); A_shared swizzled 128B; B_shared swizzled 128B in panels of 64" in report, report
+    # FullRow puts both warpgroups along M: one m64n256 instruction each.
+    import tilelang.language as T
+    rows = _C.lower(_policy_gemm(T.GemmWarpPolicy.FullRow).handle, SM90).lowering_report()
+    assert "wgmma m64n256k16, 2 x 1 warpgroups" in rows, rows
     # A 32-row tile has no 64-row piece for a warpgroup: mma.sync, named as the slower path.
     small = _C.lower(matmul(256, 256, 256, 32, 32, 32, in_dtype="float16").handle, SM90).lowering_report()
     assert "mma.sync m16n8k16" in small
@@ -105,6 +109,25 @@ def test_lowering_report_names_wgmma_and_each_downgrade():
     assert "not wgmma: it needs the sm_90a target (the target is sm_90)" in plain
     old = _C.lower(matmul(256, 256, 256, 128, 128, 32, in_dtype="float16").handle, "cuda -arch=sm_80").lowering_report()
     assert "slower path" not in old
+
+
+def _policy_gemm(policy, M=256, N=256, K=256):
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((K, N), "bfloat16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, 256), T.ceildiv(M, 128), threads=256) as (bx, by):
+            A_s = T.alloc_shared((128, 64), "bfloat16")
+            B_s = T.alloc_shared((64, 256), "bfloat16")
+            C_f = T.alloc_fragment((128, 256), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, 64), num_stages=3):
+                T.copy(A[by * 128, k * 64], A_s)
+                T.copy(B[k * 64, bx * 256], B_s)
+                T.gemm(A_s, B_s, C_f, policy=policy)
+            T.copy(C_f, C[by * 128, bx * 256])
+
+    return main
 
 
 def test_slower_path_warns_once(monkeypatch):
@@ -128,7 +151,7 @@ def test_wgmma_tile_layout_is_canonical():
                               threads=256).handle, SM90)
     source = _C.codegen(lowered, SM90)
     assert "__align__(1024) uint8_t tl_dyn_smem[]" in source
-    assert "tl::wgmma_desc(" in source and "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in source
+    assert "tl::wgmma_desc(" in source and "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in source
     assert source.count("tl::fence_proxy_async();") >= 1
     assert "tl::prefetch_tensor_map(A_tmap0);" in source and "tl::prefetch_tensor_map(B_tmap1);" in source
 
@@ -270,6 +293,20 @@ def test_wgmma_gemm_numerics(target, rng, case):
     assert err < 1e-5, err
 
 
+@pytest.mark.parametrize("policy", ["Square", "FullRow", "FullCol"])
+def test_wgmma_warp_policies_numerics(target, rng, policy):
+    _gpu_only(target)
+    import tilelang.language as T
+    import torch
+    kernel = tilelang.compile(_policy_gemm(getattr(T.GemmWarpPolicy, policy), 384, 512, 320), out_idx=[2],
+                              target=target)
+    a = torch.randn(384, 320, device="cuda").to(torch.bfloat16)
+    b = torch.randn(320, 512, device="cuda").to(torch.bfloat16)
+    ref = a.double() @ b.double()
+    err = float((kernel(a, b).double() - ref).norm() / ref.norm())
+    assert err < 1e-5, err
+
+
 def test_by_hand_handoff_numerics(target, rng):
     _gpu_only(target)
     kernel = tilelang.compile(_handoff(), out_idx=[1], target=target)
@@ -312,7 +349,7 @@ def test_wgmma_8bit_numerics(target, rng, in_dtype):
     acc = "int32" if in_dtype == "int8" else "float32"
     kernel = tilelang.compile(matmul(M, N, K, 128, 256, 128, in_dtype=in_dtype, out_dtype=acc, accum_dtype=acc,
                                      transpose_B=True, num_stages=3, threads=256), out_idx=[2], target=target)
-    assert "wgmma m64n256k32" in kernel.get_lowering_report()
+    assert "wgmma m64n128k32, 1 x 2 warpgroups" in kernel.get_lowering_report()
     if in_dtype == "int8":
         a = rng.integers(-128, 128, (M, K)).astype(np.int8)
         b = rng.integers(-128, 128, (N, K)).astype(np.int8)
