@@ -112,9 +112,10 @@ void bind_cuda(nb::module_& m) {
   // (source, file name, arch, include dirs) -> cubin, through NVRTC in process or nvcc.
   auto compile_cubin = [](auto compiler) {
     return [compiler](const std::string& source, const std::string& name, const std::string& arch,
-                      const std::vector<std::string>& include_dirs) {
+                      const std::vector<std::string>& include_dirs, bool fast_math) {
       CudaCompileOptions opts;
       opts.arch = arch;
+      opts.fast_math = fast_math;
       opts.include_dirs = include_dirs;
       for (auto& d : cuda_include_dirs()) opts.include_dirs.push_back(d);
       CompiledCuda out;
@@ -127,10 +128,10 @@ void bind_cuda(nb::module_& m) {
   };
   m.def("nvrtc_compile", compile_cubin([](const std::string& s, const std::string& n, const CudaCompileOptions& o) {
     return compile_with_nvrtc(s, n, o);
-  }));
+  }), nb::arg("source"), nb::arg("name"), nb::arg("arch"), nb::arg("include_dirs"), nb::arg("fast_math") = false);
   m.def("nvcc_compile", compile_cubin([](const std::string& s, const std::string& n, const CudaCompileOptions& o) {
     return compile_with_nvcc(s, n, o);
-  }));
+  }), nb::arg("source"), nb::arg("name"), nb::arg("arch"), nb::arg("include_dirs"), nb::arg("fast_math") = false);
   m.def("nvcc_available", []() { return nvcc_available(); });
   // The 128-byte CUtensorMap of a global tensor (shape and strides in elements, outermost
   // first) read in boxes of `box`; validated first, so a bad argument needs no GPU to report.

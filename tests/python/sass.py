@@ -29,7 +29,7 @@ def cuobjdump():
     return (tool if tool and shutil.which("nvdisasm", path=path) else None), path
 
 
-def sass_of(func, switches=(), arch="sm_90a"):
+def sass_of(func, switches=(), arch="sm_90a", fast_math=False):
     """(SASS, resource usage, lowering report) of func lowered with the given switch pass
     configs and compiled by NVRTC; skips the test when NVRTC or cuobjdump is missing."""
     reason = nvrtc_reason()
@@ -40,7 +40,7 @@ def sass_of(func, switches=(), arch="sm_90a"):
         pytest.skip("cuobjdump/nvdisasm not found (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
     target = f"cuda -arch={arch}"
     lowered = _C.lower(func.handle, target, list(switches))
-    cubin = _C.nvrtc_compile(_C.codegen(lowered, target), "kernel.cu", arch, [_include_dir()])
+    cubin = _C.nvrtc_compile(_C.codegen(lowered, target), "kernel.cu", arch, [_include_dir()], fast_math)
     with tempfile.TemporaryDirectory() as d:
         f = os.path.join(d, "kernel.cubin")
         with open(f, "wb") as out:

@@ -130,3 +130,20 @@ def test_shared_memory_reuse_after_the_pipeline():
     between = source[loop:after_loop]
     # The pipeline's barrier in the loop, then the one that guards the reuse.
     assert between.count("__syncthreads()") == 2
+
+
+def test_fast_math_pass_config_reaches_the_compiler():
+    """tl.enable_fast_math compiles with approximate division (no slow-path call); off by
+    default, as upstream."""
+    import tilelang.language as T
+    from tilelang.jit.backends import CudaBackend  # noqa: F401 - the path that reads the config
+
+    @T.prim_func
+    def div(A: T.Tensor((1024,), "float32"), B: T.Tensor((1024,), "float32"), C: T.Tensor((1024,), "float32")):
+        with T.Kernel(8, threads=128) as bx:
+            for i in T.Parallel(128):
+                C[bx * 128 + i] = A[bx * 128 + i] / B[bx * 128 + i]
+
+    exact, _, _ = sass_of(div)
+    fast, _, _ = sass_of(div, fast_math=True)
+    assert "CALL" in exact and "CALL" not in fast and "MUFU.RCP" in fast

@@ -207,7 +207,10 @@ class CudaBackend:
                     pass
         source = _C.codegen(lowered, target)
         arch = target.split("-arch=")[1].split()[0]
-        cubin = _C.nvrtc_compile(source, f"{prim_func.name}.cu", arch, [include_dir])
+        # tl.enable_fast_math: approximate division, square roots and exponentials (off by
+        # default, as upstream).
+        fast_math = bool((pass_configs or {}).get("tl.enable_fast_math"))
+        cubin = _C.nvrtc_compile(source, f"{prim_func.name}.cu", arch, [include_dir], fast_math)
         d = _entry_dir(key)
         (d / "kernel.cu").write_text(source)
         tmp = d / "kernel.cubin.tmp"
