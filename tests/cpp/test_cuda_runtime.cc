@@ -2,6 +2,7 @@
 // GPU), the driver's availability report, and, on a machine with a GPU, loading a compiled
 // kernel, launching it and checking its results and attributes. Tests skip, with the
 // reason, when the toolkit or the device they need is missing.
+#include "expect_error.h"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,19 +39,8 @@ bool starts_with_elf_magic(const std::string& bytes) {
   return bytes.size() > 4 && std::memcmp(bytes.data(), "\177ELF", 4) == 0;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-CompileError expect_compile_error(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const CompileError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a CompileError";
-  return CompileError(ErrorKind::Internal, {}, "(no error thrown)");
-}
+using testing::contains;
+using testing::expect_compile_error;
 
 #define SKIP_WITHOUT_NVRTC()                                      \
   do {                                                            \

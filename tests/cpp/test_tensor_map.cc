@@ -2,6 +2,7 @@
 // run anywhere), the Unsupported error without a driver, a TMA kernel compiled for sm_90a,
 // and, on a Hopper GPU, maps that a kernel reads tiles through (strided and partial tiles,
 // 2-D and 3-D), compared with the host.
+#include "expect_error.h"
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -18,19 +19,8 @@
 namespace tl {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-CompileError expect_compile_error(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const CompileError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a CompileError";
-  return CompileError(ErrorKind::Internal, {}, "(no error thrown)");
-}
+using testing::contains;
+using testing::expect_compile_error;
 
 // A valid map: a 1024 x 512 float16 tensor in 64 x 64 boxes with the 128-byte swizzle.
 struct Case {

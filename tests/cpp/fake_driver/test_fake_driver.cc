@@ -4,6 +4,7 @@
 // driver's error, the retry without a current context. Built twice: against a driver that has
 // cuTensorMapEncodeTiled (FAKE_CUDA_HAS_TMA=1) and one that lacks it, which must still load
 // and then make encoding Unsupported.
+#include "../expect_error.h"
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -22,19 +23,8 @@ namespace {
 // Chosen before anything loads the driver (it is loaded once per process).
 const bool kFakeDriverChosen = setenv("TILELANG_CUDA_DRIVER_PATH", FAKE_CUDA_PATH, 1) == 0;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-CompileError expect_compile_error(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const CompileError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a CompileError";
-  return CompileError(ErrorKind::Internal, {}, "(no error thrown)");
-}
+using testing::contains;
+using testing::expect_compile_error;
 
 // The stand-in's controls, from the library the runtime loaded.
 template <typename Fn>
