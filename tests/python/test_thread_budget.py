@@ -33,12 +33,23 @@ def _local(n):
     return main
 
 
-@pytest.mark.parametrize("target", GPU_TARGETS)
-def test_a_huge_fragment_is_rejected_at_its_line(target):
+@pytest.mark.parametrize("target,limit", [("cuda -arch=sm_90a", r"the target allows 16384"),
+                                          ("webgpu", r"WGSL allows 8192 bytes of function-scope variables")])
+def test_a_huge_fragment_is_rejected_at_its_line(target, limit):
     with pytest.raises(TileLangUnsupportedError, match=r"each thread would hold 32768 bytes of per-thread arrays "
-                                                      r"\('F' adds 32768\); the target allows 16384") as e:
+                                                      r"\('F' adds 32768\); " + limit) as e:
         _C.lower(_fragment(1024, 1024).handle, target)
     assert "T.alloc_fragment((rows, cols)" in str(e.value)
+
+
+def test_webgpu_holds_wgsl_s_8_kib_a_thread():
+    """WGSL's limit of function-scope variables: 8 KiB of arrays a thread compile (a 4 MiB
+    fragment over 512 threads of an adapter that has them), 16 KiB do not; CUDA takes 16 KiB."""
+    adapter = {"max_threads_per_block": 1024, "max_threads_per_dim": [1024, 1024, 64]}
+    _C.lower(_fragment(1024, 1024, threads=512).handle, "webgpu", [], adapter)
+    with pytest.raises(TileLangUnsupportedError, match=r"not supported on webgpu: each thread would hold 16384 bytes"):
+        _C.lower(_fragment(1024, 1024, threads=256).handle, "webgpu", [], adapter)
+    _C.lower(_fragment(1024, 1024, threads=256).handle, "cuda -arch=sm_90a")
 
 
 @pytest.mark.parametrize("target", GPU_TARGETS)
