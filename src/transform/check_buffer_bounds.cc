@@ -87,6 +87,7 @@ class BufferBounds : public IRVisitor {
       const int64_t* extent = const_int(b->shape[d]);
       Range r;
       if (!extent || !exact_range(indices[d], r) || (r.lo >= 0 && r.hi < *extent)) continue;
+      if (r.hi < 0 || r.lo >= *extent) continue;  // wholly outside: legalize_safe_memory_access says so
       std::string dim = b->shape.size() > 1 ? " in dimension " + std::to_string(d) : "";
       fail(ErrorKind::Bounds, span,
            "buffer '" + b->name + "' has " + std::to_string(*extent) + " elements" + dim + " but is " + how +

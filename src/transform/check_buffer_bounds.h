@@ -1,8 +1,8 @@
 // Element accesses to block-private buffers (shared, fragment, local) that are out of range
-// for some iteration, where that is provable at compile time, are Bounds errors at their
+// for some iterations, where that is provable at compile time, are Bounds errors at their
 // line: a T.Parallel loop that writes past a shared tile's end would otherwise corrupt its
 // neighbours on a GPU and the heap on the CPU. (Global tensors are guarded instead:
-// legalize_safe_memory_access.)
+// legalize_safe_memory_access, which also reports an index outside for every iteration.)
 #pragma once
 #include "ir/function.h"
 

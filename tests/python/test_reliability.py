@@ -14,7 +14,8 @@ import pytest
 import tilelang
 import tilelang.language as T
 from tilelang import _C
-from tilelang.errors import TileLangShapeError, TileLangSyntaxError, TileLangTypeError, TileLangUnsupportedError
+from tilelang.errors import (TileLangBoundsError, TileLangShapeError, TileLangSyntaxError, TileLangTypeError,
+                             TileLangUnsupportedError)
 
 F32 = "float32"
 CUDA = "cuda -arch=sm_90a"
@@ -588,3 +589,213 @@ def test_webgpu_limit_errors_name_the_kernel_line():
     with pytest.raises(TileLangUnsupportedError) as e:
         tilelang.compile(main, target="webgpu")
     check_located(e.value, "webgpu_threads", "not supported on webgpu: 4096 threads per block")
+
+
+# ---------------------------------------------------------------- 7. (cont.) provable overruns, sizes
+
+def parallel_past_tile(scope, guarded):
+    alloc = T.alloc_shared if scope == "shared" else T.alloc_fragment
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=64):
+            s = alloc((32,), F32)
+            T.fill(s, 0.0)
+            for i in T.Parallel(64):
+                if guarded:
+                    if i < 32:
+                        s[i] = A[i]
+                else:
+                    s[i] = A[i] * 2.0  # <<err:past_tile>>
+            T.copy(s, B[0:32])
+
+    return main
+
+
+@pytest.mark.parametrize("scope", ["shared", "fragment"])
+def test_a_parallel_write_past_a_tile_is_a_bounds_error(target, scope):
+    with pytest.raises(TileLangBoundsError) as e:
+        tilelang.compile(parallel_past_tile(scope, False), target=target)
+    check_located(e.value, "past_tile", "buffer 's' has 32 elements but is written at index i",
+                  "runs from 0 to 63")
+    with pytest.raises(TileLangBoundsError, match="buffer 's' has 32 elements"):
+        tilelang.lower(parallel_past_tile(scope, False), target=CUDA)
+
+
+@pytest.mark.parametrize("scope", ["shared", "fragment"])
+def test_a_guarded_write_into_a_tile_is_accepted(target, scope):
+    k = tilelang.compile(parallel_past_tile(scope, True), target=target)
+    a = np.arange(64, dtype=np.float32)
+    out = np.full(64, np.nan, np.float32)
+    k(a, out)
+    np.testing.assert_array_equal(out[:32], a[:32])
+    assert np.isnan(out[32:]).all()
+
+
+def test_an_offset_read_past_a_tile_is_a_bounds_error():
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), F32)):
+        with T.Kernel(2, threads=32) as bx:
+            s = T.alloc_shared((32, 4), F32)
+            T.clear(s)
+            for i, j in T.Parallel(32, 4):
+                B[bx * 32 + i] = s[i, j + bx]  # <<err:offset_read>>
+
+    for target in ("cpu", CUDA):
+        with pytest.raises(TileLangBoundsError) as e:
+            tilelang.lower(main, target=target)
+        check_located(e.value, "offset_read", "has 4 elements in dimension 1 but is read at index j + bx",
+                      "runs from 0 to 4")
+
+
+def big_tile(shape, scope="shared"):
+    alloc = T.alloc_shared if scope == "shared" else T.alloc_fragment
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=32):
+            s = alloc(shape, F32)  # <<err:big_tile>>
+            s[0, 0] = A[0]
+            A[1] = s[0, 0]
+
+    return main
+
+
+@pytest.mark.parametrize("target_text", ["cpu", "webgpu", CUDA])
+def test_a_tile_size_that_overflows_is_a_shape_error(target_text):
+    with pytest.raises(TileLangShapeError) as e:
+        tilelang.lower(big_tile((2 ** 31, 2 ** 31)), target=target_text)
+    check_located(e.value, "big_tile", "of shape 2147483648 x 2147483648 and dtype float32",
+                  "more than 2^63 bytes: its size overflows")
+
+
+@pytest.mark.parametrize("scope", ["shared", "fragment"])
+def test_a_block_private_buffer_over_2_gib_is_rejected(scope):
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.lower(big_tile((2 ** 16, 2 ** 15), scope), target="cpu")
+    check_located(e.value, "big_tile", "needs 8589934592 bytes", "at most 2^31 - 1 bytes")
+
+
+def one_block_per(grid):
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32)):
+        with T.Kernel(*grid, threads=32):  # <<err:grid_limit>>
+            A[0] = 1.0
+
+    return main
+
+
+@pytest.mark.parametrize("target_text,grid,fragment", [
+    ("cpu", (2 ** 40,), "grid extent x is 1099511627776 blocks; target cpu allows at most 2147483647"),
+    (CUDA, (2 ** 31,), "grid extent x is 2147483648 blocks; sm_90a allows at most 2147483647"),
+    (CUDA, (4, 65536), "grid extent y is 65536 blocks; sm_90a allows at most 65535 in that dimension"),
+    ("webgpu", (70000,), "not supported on webgpu: grid extent x is 70000 blocks")])
+def test_a_grid_over_the_target_limit_is_rejected_at_the_kernel(target_text, grid, fragment):
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.lower(one_block_per(grid), target=target_text)
+    check_located(e.value, "grid_limit", fragment)
+
+
+# ---------------------------------------------------------------- 8. (cont.) locations
+
+@pytest.mark.parametrize("alloc,target_text,fragment", [
+    ("fragment", CUDA, "fragment 's' has a symbolic shape"),
+    ("fragment", "webgpu", "fragment 's' has a symbolic shape"),
+    ("shared", "webgpu", "buffer 's' of symbolic size")])
+def test_a_symbolic_allocation_points_at_the_allocation(alloc, target_text, fragment):
+    make = T.alloc_shared if alloc == "shared" else T.alloc_fragment
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32), n: T.int32):
+        with T.Kernel(1, threads=32):
+            s = make((n,), F32)  # <<err:symbolic_alloc>>
+            A[0] = 1.0
+            for i in T.Parallel(32):
+                s[i] = A[i]
+            A[1] = s[0]
+
+    with pytest.raises(TileLangUnsupportedError) as e:
+        if target_text == "webgpu":
+            from tilelang.jit.backends import switches  # noqa: F401 - the target needs no device to lower
+            _C.codegen_wgsl(_C.lower(main.handle, target_text), target_text, False)
+        else:
+            tilelang.lower(main, target=target_text)
+    check_located(e.value, "symbolic_alloc", fragment)
+
+
+# ---------------------------------------------------------------- 4. launch budgets of the exact target
+
+def staged_copy(stages, tile, dtype="float16"):
+    """A pipelined sum of (tile x tile) tiles: its shared tile is multi-buffered."""
+    @T.prim_func
+    def main(A: T.Tensor((8 * tile, tile), dtype), B: T.Tensor((tile, tile), "float32")):
+        with T.Kernel(1, threads=128):  # <<err:staged>>
+            s = T.alloc_shared((tile, tile), dtype)
+            t = T.alloc_shared((tile, tile), "float32")
+            acc = T.alloc_fragment((tile, tile), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(8, num_stages=stages):
+                T.copy(A[k * tile, 0], s)
+                T.copy(s, t)
+                for i, j in T.Parallel(tile, tile):
+                    acc[i, j] += t[i, j]
+            T.copy(acc, B)
+
+    return main
+
+
+def test_shared_memory_overrun_lists_each_buffer_and_suggests_fewer_stages():
+    # 3 stages of a 128 x 128 float16 tile (96 KiB) and a 64 KiB float32 tile alive with it:
+    # over sm_86's 99 KiB.
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.lower(staged_copy(3, 128), target="cuda -arch=sm_86")
+    check_located(e.value, "staged", "the kernel needs", "bytes of shared memory per block; sm_86 allows at most 101376",
+                  "s: 3 x 128 x 128 float16 = 98304 bytes (3 pipeline stages)", "t: 128 x 128 float32 = 65536 bytes")
+    assert "num_stages=2 saves 32768 bytes" in e.value.hint
+    tilelang.lower(staged_copy(3, 128), target=CUDA)  # Hopper's 227 KiB hold it
+
+
+def test_shared_memory_overrun_on_webgpu_lists_each_buffer():
+    from conftest import target_unavailable_reason
+    reason = target_unavailable_reason("webgpu")
+    if reason:
+        pytest.skip(f"webgpu not available: {reason}")
+    from tilelang.jit import webgpu
+    limit = webgpu.adapter_limits()["max_shared_bytes"]
+    tile = 16
+    while 2 * tile * tile * 4 <= limit:
+        tile *= 2
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.compile(staged_copy(2, tile, "float32"), target="webgpu")
+    check_located(e.value, "staged", f"not supported on webgpu: the kernel needs {2 * tile * tile * 4} bytes",
+                  f"allows at most {limit}", f"s: {tile} x {tile} float32 = {tile * tile * 4} bytes")
+
+
+@pytest.mark.parametrize("threads,fragment", [([32, 2, 65], "threads z is 65; sm_90a allows at most 64"),
+                                              ([2048], "threads x is 2048; sm_90a allows at most 1024"),
+                                              ([64, 32], "2048 threads per block; sm_90a allows at most 1024")])
+def test_threads_over_the_cuda_limits_are_rejected_at_the_kernel(threads, fragment):
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=threads):  # <<err:cuda_threads>>
+            A[0] = 1.0
+
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.lower(main, target=CUDA)
+    check_located(e.value, "cuda_threads", fragment)
+
+
+def test_webgpu_limits_are_the_adapter_s():
+    """tilelang.lower for plain "webgpu" holds the WebGPU specification's default limits
+    (256 threads, 16 KiB of workgroup memory); a compile holds the adapter's."""
+    @T.prim_func
+    def main(A: T.Tensor((512,), F32)):
+        with T.Kernel(1, threads=512):  # <<err:webgpu_512>>
+            for i in T.Parallel(512):
+                A[i] = 1.0
+
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.lower(main, target="webgpu")
+    check_located(e.value, "webgpu_512", "not supported on webgpu: threads x is 512",
+                  "the WebGPU adapter allows at most 256")
+    _C.lower(main.handle, "webgpu", [], {"max_threads_per_block": 1024, "max_threads_per_dim": [1024, 1024, 64]})
