@@ -398,6 +398,10 @@ class Parser:
         names = _target_names(item.optional_vars) if item.optional_vars is not None else []
         if names is None:
             raise self.error(TileLangSyntaxError, "`as` of T.Kernel takes a name or a tuple of names", node)
+        # `as ids` over several grid extents binds the list of block indices (as upstream).
+        as_list = isinstance(item.optional_vars, ast.Name) and len(spec.grid) > 1
+        if as_list:
+            list_name, names = names[0], []
         if len(names) > len(spec.grid):
             raise self.error(TileLangTypeError,
                              f"T.Kernel has {len(spec.grid)} grid extent(s) but binds {len(names)} name(s)", node)
@@ -413,6 +417,8 @@ class Parser:
         try:
             for name, v in zip(names, block_vars):
                 self.scopes[-1].names[name] = v
+            if as_list:
+                self.scopes[-1].names[list_name] = list(block_vars)
             self.visit_body(node.body)
         finally:
             self.scopes.pop()

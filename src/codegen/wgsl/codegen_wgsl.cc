@@ -247,9 +247,10 @@ class WgslCodegen {
     if (need_truncmod_) h += "fn tl_truncmod(a: i32, b: i32) -> i32 {\n  return a - (a / b) * b;\n}\n";
     // Float max and min return NaN when an operand is NaN, as numpy's maximum and minimum do
     // (WGSL's may return the other operand). NaN is read from the bits, which no assumption
-    // of finite math can fold away.
+    // of finite math can fold away. An f16 is widened to f32 first (exact, NaN stays NaN):
+    // naga refuses the bitcast of a vec2<f16> to u32 that WGSL allows.
     for (const std::string& t : nan_min_max_) {
-      std::string bits = t == "f16" ? "(bitcast<u32>(vec2<f16>(x, 0.0h)) & 0x7fffu) > 0x7c00u"
+      std::string bits = t == "f16" ? "(bitcast<u32>(f32(x)) & 0x7fffffffu) > 0x7f800000u"
                                     : "(bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u";
       h += "fn tl_isnan_" + t + "(x: " + t + ") -> bool {\n  return " + bits + ";\n}\n";
       for (const char* f : {"max", "min"})
