@@ -319,6 +319,20 @@ def test_nan_propagates_through_a_whole_tile_reduction(target, nan_at):
     np.testing.assert_array_equal(k(a), [a.max(), a.min()])
 
 
+def test_nan_propagates_through_half_max_and_min(target, rng):
+    """float16 on every target (WGSL's NaN test of an f16 once used a bitcast that the
+    driver's shader compiler refuses: an internal error on webgpu)."""
+    M, N = 32, 16
+    k = tilelang.compile(nan_kernel(M, N, "float16"), out_idx=[2, 3, 4], target=target)
+    a, b = _with_nans(rng, (M, N), 0.05).astype(np.float16), _with_nans(rng, (M, N), 0.05).astype(np.float16)
+    mx, mn, e = k(a, b)
+    assert np.isnan(mx).any()
+    np.testing.assert_array_equal(mx, a.max(axis=1))
+    np.testing.assert_array_equal(mn, a.min(axis=1))
+    ref = np.maximum(a, b).astype(np.float32) + np.minimum(b, a).astype(np.float32) * 2.0
+    np.testing.assert_allclose(e.astype(np.float32), ref, rtol=2e-3, atol=2e-3)
+
+
 def test_nan_constants_fold_like_numpy():
     nan, one = T.FloatImm(F32, float("nan")), T.FloatImm(F32, 1.0)
     for x in (T.max(one, nan), T.max(nan, one), T.min(one, nan), T.min(nan, one)):
@@ -799,3 +813,20 @@ def test_webgpu_limits_are_the_adapter_s():
     check_located(e.value, "webgpu_512", "not supported on webgpu: threads x is 512",
                   "the WebGPU adapter allows at most 256")
     _C.lower(main.handle, "webgpu", [], {"max_threads_per_block": 1024, "max_threads_per_dim": [1024, 1024, 64]})
+
+
+def test_kernel_as_one_name_binds_the_list_of_block_indices(target, rng):
+    """`with T.Kernel(gx, gy) as ids` binds [bx, by] (as upstream), not bx alone, which gave
+    every row of blocks the first row's data."""
+    M, N = 12, 20
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), F32), B: T.Tensor((M, N), F32)):
+        with T.Kernel(T.ceildiv(N, 8), T.ceildiv(M, 4), threads=32) as ids:
+            bx, by = ids
+            for i, j in T.Parallel(4, 8):
+                B[by * 4 + i, bx * 8 + j] = A[by * 4 + i, bx * 8 + j] + 1.0
+
+    k = tilelang.compile(main, target=target)
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    np.testing.assert_array_equal(run_into_nan(k, a), a + 1)
