@@ -92,6 +92,14 @@ class TileOpChecker : public IRVisitor {
     IRVisitor::visit_let(n);
     analyzer_.unbind(n->var.get());
   }
+  void visit_store(const BufferStoreNode* n) override {
+    check_indices(n->buffer, n->indices, n->span);
+    IRVisitor::visit_store(n);
+  }
+  void visit_load(const BufferLoadNode* n) override {
+    check_indices(n->buffer, n->indices, n->span);
+    IRVisitor::visit_load(n);
+  }
   void visit_allocate(const AllocateNode* n) override {
     check_buffer_shape(n->buffer, "buffer");
     IRVisitor::visit_allocate(n);
@@ -164,6 +172,16 @@ class TileOpChecker : public IRVisitor {
              std::string("T.Pipelined: ") + key + " has " + std::to_string(v->size()) +
                  " entries but the loop body has " + std::to_string(statements) + " statement(s)",
              "give one entry per statement of the loop body");
+  }
+
+  // Indices are integers (a float index would be truncated somewhere below, silently).
+  static void check_indices(const Buffer& b, const std::vector<Expr>& indices, Span span) {
+    for (size_t d = 0; d < indices.size(); ++d)
+      if (!indices[d]->dtype.is_integer())
+        fail(ErrorKind::Type, span,
+             "index " + std::to_string(d) + " of buffer '" + b->name + "' must be an integer, got " +
+                 expr_str(indices[d]) + " of dtype " + indices[d]->dtype.str(),
+             "use // instead of /, or T.cast(..., \"int32\") on purpose");
   }
 
   arith::Analyzer analyzer_;

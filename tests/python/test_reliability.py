@@ -830,3 +830,103 @@ def test_kernel_as_one_name_binds_the_list_of_block_indices(target, rng):
     k = tilelang.compile(main, target=target)
     a = rng.standard_normal((M, N)).astype(np.float32)
     np.testing.assert_array_equal(run_into_nan(k, a), a + 1)
+
+
+# ---------------------------------------------------------------- 3. (cont.) no trap, no crash
+
+def int_division(dtype):
+    @T.prim_func
+    def main(A: T.Tensor((8,), dtype), B: T.Tensor((8,), dtype), Q: T.Tensor((8,), dtype),
+             R: T.Tensor((8,), dtype)):
+        with T.Kernel(1, threads=8):
+            for i in T.Parallel(8):
+                Q[i] = A[i] // B[i]
+                R[i] = A[i] % B[i]
+
+    return main
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
+def test_integer_division_by_zero_gives_numpy_s_zero(target, dtype):
+    """A zero divisor known only at run time: the CPU trapped (SIGFPE killed the process);
+    every target now gives numpy's 0 for the quotient and the remainder."""
+    if target == "webgpu" and dtype == "int64":
+        pytest.skip("webgpu has no 64-bit integers")
+    info = np.iinfo(dtype)
+    signed = info.min < 0
+    a = np.array([7, -7 if signed else 9, 0, 5, info.min, info.max, -1 if signed else 1, 3], dtype)
+    b = np.array([0, 0, 0, 2, -1 if signed else 1, 0, 3, -2 if signed else 2], dtype)
+    k = tilelang.compile(int_division(dtype), out_idx=[2, 3], target=target)
+    q, r = k(a, b)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(q, a // b)
+        np.testing.assert_array_equal(r, a % b)
+
+
+def test_integer_division_by_zero_compiles_for_cuda():
+    reason = _nvrtc_reason()
+    if reason:
+        pytest.skip(f"NVRTC is not available: {reason}")
+    from tilelang.jit.kernel import _include_dir
+    for dtype in ("int32", "uint32", "int64", "uint64"):
+        source = _C.codegen(_C.lower(int_division(dtype).handle, CUDA), CUDA)
+        assert "tl::floordiv(" in source and "tl::floormod(" in source  # the helpers that check for 0
+        assert _C.nvrtc_compile(source, "div.cu", "sm_90a", [_include_dir()])[:4] == b"\x7fELF"
+
+
+def test_integer_division_by_the_constant_zero_is_a_type_error():
+    with pytest.raises(TileLangTypeError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((8,), "int32")):
+            with T.Kernel(1, threads=8):
+                for i in T.Parallel(8):
+                    A[i] = A[i] % 0  # <<err:mod_zero>>
+    check_located(e.value, "mod_zero", "integer remainder by the constant 0")
+
+
+@pytest.mark.parametrize("target_text", [CUDA, "webgpu"])
+def test_host_level_parallel_loops_and_tile_ops_are_errors_on_gpus(target_text):
+    """Host code (allowed on the CPU) has no threads: a T.Parallel loop there crashed the
+    CUDA lowering (a null kernel)."""
+    @T.prim_func
+    def loop(A: T.Tensor((128,), F32)):
+        for i in T.Parallel(128):  # <<err:host_parallel>>
+            A[i] = 1.0
+
+    @T.prim_func
+    def tile(A: T.Tensor((128,), F32), B: T.Tensor((128,), F32)):
+        T.copy(A, B)  # <<err:host_copy>>
+        with T.Kernel(1, threads=128):
+            B[0] = 1.0
+
+    for func, marker in ((loop, "host_parallel"), (tile, "host_copy")):
+        with pytest.raises(TileLangUnsupportedError) as e:
+            tilelang.lower(func, target=target_text)
+        check_located(e.value, marker, "outside T.Kernel, which target")
+
+
+# ---------------------------------------------------------------- 8. (cont.) silently wrong Python
+
+def test_is_on_kernel_values_is_a_syntax_error():
+    """`A[i] is B[i]` compared two IR handles at parse time (always False): the branch
+    vanished without a word."""
+    with pytest.raises(TileLangSyntaxError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), F32)):
+            with T.Kernel(1, threads=64):
+                for i in T.Parallel(64):
+                    if A[i] is B[i]:  # <<err:is_values>>
+                        B[i] = 0.0
+    check_located(e.value, "is_values", "'is' on kernel values compares Python objects")
+
+
+def test_float_indices_are_type_errors():
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=64):
+            B[A[0]] = 1.0  # <<err:float_index>>
+
+    for target in ("cpu", CUDA):
+        with pytest.raises(TileLangTypeError) as e:
+            tilelang.lower(main, target=target)
+        check_located(e.value, "float_index", "index 0 of buffer 'B' must be an integer", "float32")

@@ -161,6 +161,8 @@ class Parser:
             cls = TileLangNameError
         elif isinstance(e, TypeError):
             cls = TileLangTypeError
+        elif isinstance(e, SyntaxError):  # e.g. a construct evaluated as Python that is not valid there
+            cls = TileLangSyntaxError
         else:
             cls = TileLangError
         return self.error(cls, f"{type(e).__name__}: {e}", node)
@@ -540,6 +542,13 @@ class Parser:
         result = None
         for op, right_node in zip(node.ops, node.comparators):
             right = self.ev(right_node)
+            if isinstance(op, (ast.Is, ast.IsNot)) and (is_expr(left) or is_expr(right)) \
+                    and left is not None and right is not None:
+                # Identity of two IR handles is decided at parse time and is never the
+                # comparison of the values the program means.
+                raise self.error(TileLangSyntaxError, f"'{'is' if isinstance(op, ast.Is) else 'is not'}' on "
+                                 "kernel values compares Python objects, not values", node,
+                                 "use == or != to compare values")
             r = _CMPOPS[type(op)](left, right)
             if result is None:
                 result = r
