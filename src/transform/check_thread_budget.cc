@@ -26,7 +26,7 @@ class Budget : public IRVisitor {
   void visit_kernel(const KernelNode* k) override {
     bytes_ = 0;
     IRVisitor::visit_kernel(k);
-    if (cuda_ && bytes_ > 1020)
+    if (cuda_ && bytes_ > kCudaRegisterBytes)
       report.push_back(k->span.str() + ": each thread holds " + std::to_string(bytes_) +
                        " bytes of arrays [slower path: more than the 255 registers (1020 bytes) a thread has; "
                        "the rest lives in local memory]");
@@ -63,6 +63,19 @@ class Budget : public IRVisitor {
 };
 
 }  // namespace
+
+int64_t per_thread_array_bytes(const KernelNode& k) {
+  struct Sum : IRVisitor {
+    int64_t bytes = 0;
+    void visit_allocate(const AllocateNode* n) override {
+      int64_t count = n->buffer->const_size();
+      if (n->buffer->scope == scope::kLocal && count > 0) bytes += count * std::max(1, n->buffer->dtype.bytes());
+      IRVisitor::visit_allocate(n);
+    }
+  } sum;
+  sum.visit(k.body);
+  return sum.bytes;
+}
 
 PrimFunc check_thread_budget(const PrimFunc& f, const Target& target) {
   Budget b(target);

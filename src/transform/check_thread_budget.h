@@ -15,4 +15,9 @@ namespace tl {
 // local memory (a slower path).
 PrimFunc check_thread_budget(const PrimFunc& f, const Target& target);
 
+// Bytes of the `local` arrays of constant size in a kernel, per thread.
+int64_t per_thread_array_bytes(const KernelNode& k);
+// What a thread's registers hold (255 of 4 bytes on CUDA); more is kept in local memory.
+constexpr int64_t kCudaRegisterBytes = 1020;
+
 }  // namespace tl

@@ -38,6 +38,7 @@
 #include "ir/functor.h"
 #include "ir/intrinsics.h"
 #include "ir/op.h"
+#include "transform/check_thread_budget.h"
 #include "transform/plan_shared_memory.h"
 
 namespace tl {
@@ -292,6 +293,7 @@ class CodeGenCUDA : public Emitter {
   void emit_kernel(const KernelSite& site, const std::string& name) {
     const KernelNode* k = site.kernel;
     current_kernel_ = k;
+    spills_ = per_thread_array_bytes(*k) > kCudaRegisterBytes;
     check_kernel_shape(k);
     SharedMemoryUse plan = shared_memory_use(k);
     if (plan.static_bytes > kStaticSmemLimit)
@@ -744,8 +746,46 @@ class CodeGenCUDA : public Emitter {
   }
 
   void loop_pragma(const ForNode* n) override {
-    if (n->for_kind == ForKind::Unrolled || n->for_kind == ForKind::Vectorized) pragma("unroll");
+    if (n->for_kind != ForKind::Unrolled && n->for_kind != ForKind::Vectorized) return;
+    // In a kernel whose per-thread arrays exceed the registers, the arrays live in local
+    // memory anyway, and unrolling nests of thousands of copies only makes NVRTC run for
+    // minutes: a loop whose unrolled nest would hold more than kMaxUnrolledCopies copies
+    // of its body stays a loop (the loops inside it are still unrolled).
+    if (spills_ && unrolled_copies(n) > kMaxUnrolledCopies) return pragma("unroll 1");
+    pragma("unroll");
   }
+
+  // Copies of the innermost body that unrolling n and the unrolled loops inside it makes.
+  static int64_t unrolled_copies(const Stmt& s) {
+    if (!s) return 1;
+    switch (s->kind) {
+      case StmtKind::Seq: {
+        int64_t most = 1;
+        for (auto& x : as<SeqStmtNode>(s)->seq) most = std::max(most, unrolled_copies(x));
+        return most;
+      }
+      case StmtKind::For: {
+        auto* f = as<ForNode>(s);
+        if (f->for_kind != ForKind::Unrolled && f->for_kind != ForKind::Vectorized) return 1;
+        return unrolled_copies(f);
+      }
+      case StmtKind::IfThenElse:
+        return std::max(unrolled_copies(as<IfThenElseNode>(s)->then_case),
+                        unrolled_copies(as<IfThenElseNode>(s)->else_case));
+      case StmtKind::LetStmt:
+        return unrolled_copies(as<LetStmtNode>(s)->body);
+      case StmtKind::Allocate:
+        return unrolled_copies(as<AllocateNode>(s)->body);
+      default:
+        return 1;
+    }
+  }
+  static int64_t unrolled_copies(const ForNode* n) {
+    const int64_t* count = const_int(n->extent);
+    return std::min<int64_t>(count ? std::max<int64_t>(*count, 1) : 1, 1 << 20) *
+           std::min<int64_t>(unrolled_copies(n->body), 1 << 20);
+  }
+  static constexpr int64_t kMaxUnrolledCopies = 256;
 
   // `for v in vectorized(L): dst[base + v] = src[base2 + v]` as one 4/8/16-byte access.
   bool try_vector_copy(const ForNode* n) {
@@ -1110,6 +1150,7 @@ class CodeGenCUDA : public Emitter {
   PrimFunc func_;
   std::vector<std::pair<const CudaKernelParam*, std::string>> tensor_maps_;  // this kernel's, with their names
   const KernelNode* current_kernel_ = nullptr;
+  bool spills_ = false;  // the kernel's per-thread arrays exceed the registers
   CudaCodegenOptions opts_;
   std::vector<CudaKernelParam> params_;
   std::unordered_map<const void*, BufferInfo> buffers_;
