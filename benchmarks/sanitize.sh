@@ -26,7 +26,8 @@ export PYTHONUNBUFFERED=1 TILELANG_CACHE_DIR=${TILELANG_CACHE_DIR:-/tmp/tilelang
 export TILELANG_TEST_TARGETS=cuda TILELANG_RANDOM_CASES=${TILELANG_RANDOM_CASES:-3}
 export TILELANG_FUZZ_CASES=${TILELANG_FUZZ_CASES:-4} TILELANG_FUZZ_SECONDS=${TILELANG_FUZZ_SECONDS:-0}
 TOOLS=${*:-memcheck racecheck synccheck}
-TESTS=${SANITIZE_TESTS:-tests/python/test_kernels.py tests/python/test_reliability.py tests/python/test_random.py tests/python/fuzz}
+DEFAULT_TESTS="tests/python/test_kernels.py tests/python/test_reliability.py tests/python/test_random.py"
+TESTS=${SANITIZE_TESTS:-$DEFAULT_TESTS tests/python/fuzz}
 
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
 if [ -z "$SAN" ]; then
@@ -71,19 +72,25 @@ for tool in $TOOLS; do
   [ "$tool" = racecheck ] && extra="--racecheck-report hazard"
   [ "$tool" = memcheck ] && [ -n "${SANITIZE_LEAKS:-}" ] && extra="--leak-check full"
   start=$(date +%s)
-  timeout "${SANITIZE_TIMEOUT:-1200}" "$SAN" --tool "$tool" $extra --target-processes all --print-limit 50 \
-    --log-file "$LOGS/sanitize_$tool.%p.san" $PY -m pytest -q -p no:cacheprovider $TESTS > "$log" 2>&1
+  timeout "${SANITIZE_TIMEOUT:-1200}" "$SAN" --tool "$tool" $extra --target-processes all \
+    --print-limit 50 --log-file "$LOGS/sanitize_$tool.%p.san" \
+    $PY -m pytest -q -p no:cacheprovider $TESTS > "$log" 2>&1
   rc=$?
   [ $rc -eq 124 ] && echo "   stopped after ${SANITIZE_TIMEOUT:-1200} s (the counts below are for what ran)"
   echo "   pytest: $(grep -E '(passed|failed|error)' "$log" | tail -1) in $(( $(date +%s) - start )) s"
   # The sanitizer's summary per process, added up, then each distinct report with its count.
-  errors=$(cat "$LOGS"/sanitize_"$tool".*.san 2>/dev/null | grep -E "ERROR SUMMARY: [0-9]+" -o | awk '{s += $3} END {print s + 0}')
+  reports=$(cat "$LOGS"/sanitize_"$tool".*.san 2>/dev/null)
+  errors=$(grep -oE "ERROR SUMMARY: [0-9]+" <<< "$reports" | awk '{s += $3} END {print s + 0}')
   echo "   $tool: $errors error(s) reported"
   if [ "$errors" -gt 0 ]; then
     status=1
-    cat "$LOGS"/sanitize_"$tool".*.san | sed -n 's/^========= \(Invalid\|Race\|Barrier\|Error\|Warning\|Program hit\|Leaked\|Uninitialized\|Misaligned\|Out-of-range\|Cuda API error\)/\1/p' \
-      | sed -E 's/0x[0-9a-f]+/0x../g; s/ at [^ ]+ in / in /' | sort | uniq -c | sort -rn | head -12 | sed 's/^/     /'
-    echo "     kernels: $(cat "$LOGS"/sanitize_"$tool".*.san | grep -oE '^=========     at [^ ]+ in [A-Za-z_0-9]+' | awk '{print $NF}' | sort | uniq -c | sort -rn | head -6 | awk '{printf "%s (%s) ", $2, $1}')"
+    # Each kind of report once, with its count (addresses blanked), then the kernels named.
+    kinds='Invalid|Race|Barrier|Error|Warning|Program hit|Leaked|Uninitialized|Misaligned|Out-of-range|Cuda API error'
+    grep -E "^========= ($kinds)" <<< "$reports" | sed -E 's/^========= //; s/0x[0-9a-f]+/0x../g' \
+      | sort | uniq -c | sort -rn | head -12 | sed 's/^/     /'
+    kernels=$(grep -oE '^=========     at [^ ]+ in [A-Za-z_0-9]+' <<< "$reports" | awk '{print $NF}' \
+      | sort | uniq -c | sort -rn | head -6 | awk '{printf "%s (%s) ", $2, $1}')
+    echo "     kernels: $kernels"
   fi
 done
 echo "== sanitize: logs in $LOGS"

@@ -763,7 +763,8 @@ def test_shared_memory_overrun_lists_each_buffer_and_suggests_fewer_stages():
     # over sm_86's 99 KiB.
     with pytest.raises(TileLangUnsupportedError) as e:
         tilelang.lower(staged_copy(3, 128), target="cuda -arch=sm_86")
-    check_located(e.value, "staged", "the kernel needs", "bytes of shared memory per block; sm_86 allows at most 101376",
+    check_located(e.value, "staged", "the kernel needs",
+                  "bytes of shared memory per block; sm_86 allows at most 101376",
                   "s: 3 x 128 x 128 float16 = 98304 bytes (3 pipeline stages)", "t: 128 x 128 float32 = 65536 bytes")
     assert "num_stages=2 saves 32768 bytes" in e.value.hint
     tilelang.lower(staged_copy(3, 128), target=CUDA)  # Hopper's 227 KiB hold it

@@ -50,8 +50,9 @@ class Outcome:
 
     def line(self) -> str:
         """One line: what failed, with what, and the command that replays it."""
+        rerun = reproduction(self.target, self.template, self.seed, self.index)
         return (f"fuzz {self.status}: {self.template} on {self.target}, seed {self.seed} case {self.index}: "
-                f"{self.detail} | params {self.params} | rerun: {reproduction(self.target, self.template, self.seed, self.index)}")
+                f"{self.detail} | params {self.params} | rerun: {rerun}")
 
 
 def _unsupported_here(err, target: str) -> bool:

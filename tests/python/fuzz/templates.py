@@ -539,7 +539,8 @@ class Pipeline:
         bm, bn = pick(rng, [8, 16, 32]), pick(rng, [8, 16, 32, 64])
         return dict(trips=pick(rng, [0, 1, 2, 3, 7]), block_M=bm, block_N=bn, N=extent_with_tail(rng, bn),
                     num_stages=pick(rng, [0, 1, 2, 3, 4]), threads=pick(rng, [32, 64, 128, 256]),
-                    body=pick(rng, ["parallel", "gemm", "two-copies"]), dtype=dtype_for(rng, target, ["float32", "float16"]))
+                    body=pick(rng, ["parallel", "gemm", "two-copies"]),
+                    dtype=dtype_for(rng, target, ["float32", "float16"]))
 
     def kernel(self, p):
         trips, bm, bn, N, dtype, body = p["trips"], p["block_M"], p["block_N"], p["N"], p["dtype"], p["body"]
