@@ -60,6 +60,16 @@ def test_wgmma_sass(name, args, mnemonic, per_step):
     assert "LDL" not in sass and "STL" not in sass and "LOCAL:0" in usage, usage
 
 
+def test_converting_epilogue_stores_whole_words():
+    """The float accumulators are rounded to bfloat16 in pairs and stored 32 bits at a time
+    (a thread owns two adjacent columns of each accumulator row): half as many stores as
+    one 16-bit store per element."""
+    sass, _, _ = _sass(matmul(**dict(SASS_CASES[0][1], out_dtype="bfloat16")))
+    stores = [l.split()[1] for l in sass.splitlines() if " STG." in l]
+    assert stores and all(op == "STG.E" for op in stores), sorted(set(stores))
+    assert "F2FP.BF16.F32.PACK_AB" in sass
+
+
 @pytest.mark.parametrize("switch", ["tl.disable_tma_lower", "tl.disable_warp_specialized"])
 def test_disable_tma_takes_cp_async_and_says_so(switch):
     func = matmul(1024, 1024, 1024, 128, 256, 64, in_dtype="bfloat16", num_stages=3, threads=256)
