@@ -187,6 +187,7 @@ class PrimFunc:
         self.file = file
         self.line = line
         self.fn = fn
+        self.out_idx = None  # the T.empty outputs' parameter indices, when the function returns them
         self.__name__ = handle.name
         self.__doc__ = getattr(fn, "__doc__", None)
 

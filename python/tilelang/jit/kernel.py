@@ -192,6 +192,11 @@ class JITKernel:
         if not isinstance(func, PrimFunc):
             raise TypeError(f"tilelang.compile expects a @T.prim_func, got {type(func).__name__}")
         self.prim_func = func
+        if func.out_idx is not None:  # outputs declared with T.empty and returned
+            if out_idx is not None:
+                raise ValueError("Out index conflict: out_idx is specified and prim_func have returned `T.empty` "
+                                 "tensors")
+            out_idx = func.out_idx
         # A bad target is the compile call's mistake: its error points there, not at the
         # kernel's last parsed line.
         _C.set_span(*_user_location(), 0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..parser.parser import Macro, macro
+from .eager import empty
 from .alloc import alloc_fragment, alloc_local, alloc_reducer, alloc_shared, alloc_var
 from .hopper import (alloc_barrier, dec_max_nreg, fence_proxy_async, inc_max_nreg, mbarrier_arrive,
                      mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity, set_max_nreg)

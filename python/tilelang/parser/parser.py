@@ -203,6 +203,9 @@ class Parser:
 
     def stmt_AnnAssign(self, node):
         if node.value is None:
+            eager = self.builder.eager
+            if eager is not None and isinstance(node.target, ast.Name) and node.target.id in eager.pending:
+                eager.declare(self, node)  # `A: T.Tensor((M, K), dtype)`: a parameter's type
             return
         value = self.ev(node.value)
         ann = self.ev(node.annotation)
@@ -274,6 +277,9 @@ class Parser:
 
     def stmt_Assert(self, node):
         cond = self.ev(node.test)
+        if is_expr(cond) and cond.kind != "IntImm" and self.builder.eager is not None \
+                and self.builder.eager.reading_signature:
+            return  # shapes are symbols while an eager function's signature is read
         if is_expr(cond) and cond.kind != "IntImm":
             raise self.error(TileLangSyntaxError, "assert on a kernel value is not supported", node,
                              "assert only on Python values (shapes, tile sizes) at parse time")
@@ -394,6 +400,8 @@ class Parser:
             raise self.error(TileLangSyntaxError, "the only with-block in a kernel is `with T.Kernel(...)`", node)
         if self.builder.kernels:
             raise self.error(TileLangSyntaxError, "T.Kernel blocks cannot be nested", node)
+        if self.builder.eager is not None and self.builder.eager.reading_signature:
+            return  # the signature is known before the kernel body, which needs the shapes' values
         default_names = ["bx", "by", "bz"]
         names = _target_names(item.optional_vars) if item.optional_vars is not None else []
         if names is None:
