@@ -267,6 +267,8 @@ class Parser:
             raise self.error(TileLangSyntaxError, "'return' inside a kernel body", node,
                              "a kernel runs to its end: put the remaining work under an `if` instead of "
                              "returning early")
+        if self.builder.eager is not None and self.builder.eager.reading_signature:
+            raise _Return(None)  # what it returns may be made in a kernel body, not parsed then
         raise _Return(None if node.value is None else self.ev(node.value))
 
     def stmt_Break(self, node):
