@@ -218,7 +218,7 @@ class JITKernel:
     # ------------------------------------------------------------------ compile
     def _compile(self):
         t0 = time.perf_counter()
-        self._backend = backend_for(self.target)
+        self._backend = backend_for(self.target, self.prim_func)
         parts = {
             "ir": self.prim_func.script(),
             "ir_hash": self.prim_func.handle.structural_hash(),
@@ -252,6 +252,8 @@ class JITKernel:
         self._scalar_rules = [scalar_rule(p.dtype) if p.kind == "scalar" else None for p in self.params]
         # The buffers a call must be able to write: those the kernel writes, and outputs.
         self._written = set(self.prim_func.handle.written_params()) | set(self.out_idx)
+        if self.prim_func.source_kernel is not None:  # CUDA source: any buffer may be written
+            self._written |= {i for i, p in enumerate(self.params) if p.kind == "buffer"}
         # The fast path (see _signature): parameter positions of the arguments, with and
         # without the outputs given.
         takes_arrays = getattr(self._backend, "takes_arrays", False)

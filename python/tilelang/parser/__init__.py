@@ -123,12 +123,16 @@ def _parse(fn, enclosing, eager, arguments):
         for buf in outputs:
             handles.append(buf.handle)
             params.append(Param(buf.name, "buffer", buf.handle.dtype, buf.handle.shape, buf.handle.strides))
+        if b.source_kernel is not None and b.frames[-1].items:
+            raise p.error(TileLangSyntaxError, "a function with T.CUDASourceCodeKernel has other statements", p.fdef,
+                          "the CUDA source is the whole kernel: keep only the T.CUDASourceCodeKernel(...) call")
         body = b.pop()
         b.set_line(p.fdef.lineno, p.fdef.col_offset)
         handle = _C.make_prim_func(p.fdef.name, handles, body, {})
     finally:
         _builder.leave(prev)
     func = PrimFunc(handle, params, p.file, p.fdef.lineno, fn)
+    func.source_kernel = b.source_kernel
     if outputs:
         func.out_idx = list(range(len(params) - len(outputs), len(params)))
     return func

@@ -43,6 +43,7 @@ class Builder:
         self.line = 0
         self.outputs = []  # buffers made by T.empty: parameters the call allocates and returns
         self.eager = None  # parser.eager.EagerState while an eager @tilelang.jit function is parsed
+        self.source_kernel = None  # language.extern.SourceKernel: the body is CUDA source
 
     # -- frames
     def push(self) -> Frame:

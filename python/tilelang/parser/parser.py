@@ -347,6 +347,9 @@ class Parser:
             raise self.error(TileLangTypeError,
                              f"{len(spec.ranges)} loop extent(s) but {len(names)} loop variable(s)", node,
                              f"write `for {', '.join('i%d' % k for k in range(len(spec.ranges)))} in ...`")
+        if spec.kind == "thread_binding":
+            self.thread_bound_block(node, names[0], spec)
+            return
         loop_vars = []
         for name, (mn, ext) in zip(names, spec.ranges):
             dtype = "int64" if "int64" in (getattr(mn, "dtype", ""), getattr(ext, "dtype", "")) else "int32"
@@ -360,6 +363,25 @@ class Parser:
         if node.orelse:
             raise self.error(TileLangSyntaxError, "for ... else in a kernel loop", node)
         self.builder.emit(body)
+
+    def thread_bound_block(self, node, name, spec):
+        """The body of `for tx in T.thread_binding(n, thread="threadIdx.x")`, once, with tx the
+        thread index: n must be the kernel's thread extent on that axis."""
+        from ..errors import TileLangUnsupportedError
+        if not self.builder.kernels:
+            raise self.error(TileLangSyntaxError, "T.thread_binding is used outside a T.Kernel block", node)
+        dim = "xyz".index(spec.attrs["thread"][-1])
+        threads = self.builder.kernels[-1][1]
+        (start, extent), = spec.ranges
+        have = threads[dim] if dim < len(threads) else 1
+        if not (isinstance(start, int) and start == 0 and isinstance(extent, int) and extent == have):
+            raise self.error(TileLangUnsupportedError,
+                             f"T.thread_binding over [{start}, {start} + {extent}) on {spec.attrs['thread']}, but the "
+                             f"kernel has {have} thread(s) on that axis", node,
+                             f"bind the whole axis: T.thread_binding({have}, thread=\"{spec.attrs['thread']}\")")
+        if node.orelse:
+            raise self.error(TileLangSyntaxError, "for ... else in a kernel loop", node)
+        self.builder.emit(self.ir_block(node.body, {name: _C.call("thread_index", [dim])}))
 
     def loop_spec(self, iter_node):
         """(LoopSpec, None) for a kernel loop, (None, iterable) for a loop over Python values.
