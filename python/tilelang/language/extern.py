@@ -75,17 +75,18 @@ def CUDASourceCodeKernel(*blocks, threads=None, source_code_or_path, entry_name=
     if not blocks:
         raise _builder.error(TileLangTypeError, "T.CUDASourceCodeKernel needs at least one grid extent")
     if not isinstance(entry_name, str) or not entry_name.strip():
-        raise ValueError("entry_name must be a non-empty string when provided")
+        raise _builder.error(TileLangTypeError, "T.CUDASourceCodeKernel: entry_name must be a non-empty string")
     source = load_cuda_source(source_code_or_path)
     if prelude is not None:
         source = prelude + "\n" + source
     names = global_functions(source)
     if not names:
-        raise ValueError("T.CUDASourceCodeKernel expects external CUDA source to declare at least one __global__ "
-                         "kernel")
+        raise _builder.error(TileLangTypeError, "T.CUDASourceCodeKernel expects external CUDA source to declare at "
+                             "least one __global__ kernel", 'declare the entry: extern "C" __global__ void name(...)')
     if entry_name not in names:
-        raise ValueError(f"T.CUDASourceCodeKernel: entry `{entry_name}` is not a __global__ kernel of the provided "
-                         f"CUDA source. Available entries: {', '.join(names)}")
+        raise _builder.error(TileLangTypeError, f"T.CUDASourceCodeKernel: entry `{entry_name}` is not a __global__ "
+                             f"kernel of the provided CUDA source. Available entries: {', '.join(names)}",
+                             "pass entry_name= one of them")
     grid = _extents(blocks, "the grid")
     block = [int(t) for t in _extents(128 if threads is None else threads, "threads")]
     b.source_kernel = SourceKernel(grid, block, source, entry_name)
