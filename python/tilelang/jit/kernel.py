@@ -460,6 +460,8 @@ class JITKernel:
     def show_source(self):
         print(self._source)
 
+    print_source_code = show_source  # upstream's name
+
     def show_ir(self):
         print(self.prim_func.script())
 
