@@ -6,6 +6,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
+import tilelang.testing
 from tilelang.errors import TileLangError, TileLangSyntaxError
 from tilelang.jit import kernel as jit_kernel
 
@@ -353,3 +354,34 @@ def test_declaration_errors():
 def test_numeric_const_unchanged():
     assert T.const(3, "int32").value == 3
     assert T.const(1.5, "float32").dtype == "float32"
+
+
+@tilelang.testing.requires_cuda
+def test_eager_gemm_on_the_gpu_with_torch_tensors():
+    torch = pytest.importorskip("torch")
+
+    @tilelang.jit(target="cuda")
+    def mm(A, B, block_M: int = 64, block_N: int = 64, block_K: int = 32):
+        M, N, K = T.const("M, N, K")
+        A: T.Tensor((M, K), T.float16)
+        B: T.Tensor((K, N), T.float16)
+        C = T.empty((M, N), T.float16)
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), T.float16)
+            B_shared = T.alloc_shared((block_K, block_N), T.float16)
+            C_local = T.alloc_fragment((block_M, block_N), T.float32)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+        return C
+
+    for m, n, k in ((256, 128, 96), (100, 70, 64)):
+        a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+        c = mm(a, b)
+        assert c.device.type == "cuda" and c.shape == (m, n)
+        torch.testing.assert_close(c, a @ b, rtol=1e-2, atol=1e-2)
+    assert len(mm._eager.kernels) == 2
