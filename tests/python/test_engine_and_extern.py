@@ -294,3 +294,12 @@ def test_source_kernel_runs_on_the_gpu():
         k(np.zeros(8, np.float32), np.zeros(9, np.float32))
     # a second compile of the same source is a cache hit
     assert tilelang.compile(source_kernel(), out_idx=[1], target="cuda").cache_hit == "memory"
+
+
+def test_tilelang_target_environment_variable(monkeypatch):
+    from tilelang.jit.backends import resolve_target
+    monkeypatch.setenv("TILELANG_TARGET", "cuda -arch=sm_80")
+    assert resolve_target("auto") == "cuda -arch=sm_80"
+    assert resolve_target("cpu") == "cpu"  # an explicit target wins
+    monkeypatch.setenv("TILELANG_TARGET", "cpu")
+    assert resolve_target("auto") == "cpu"

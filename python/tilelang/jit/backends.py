@@ -239,6 +239,9 @@ def resolve_target(target) -> str:
     """The canonical target string; "auto" is a GPU when one is usable, else the CPU, and
     "cuda" without an architecture takes the device's."""
     text = target if isinstance(target, str) else str(target)
+    if text.strip() == "auto":  # TILELANG_TARGET, as upstream, else the device there is
+        import os
+        text = os.environ.get("TILELANG_TARGET", "").strip() or "auto"
     if text.strip() == "auto":
         text = "cuda" if _C.cuda_device_available() else "cpu"
     canonical = _C.normalise_target(text)
