@@ -8,6 +8,7 @@ import math as _pymath
 from .. import _C
 from ..dtypes import canonical
 from ..ir import const_value, is_expr
+from .eager import const  # noqa: F401 - T.const(3) and T.const("M, N")
 
 
 def _any_expr(*xs):
@@ -141,10 +142,6 @@ def max_value(dtype):
 
 def min_value(dtype):
     return _C.min_value(canonical(dtype))
-
-
-def const(value, dtype="int32"):
-    return _C.const(value, canonical(dtype))
 
 
 def FloatImm(dtype, value):
