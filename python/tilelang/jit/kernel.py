@@ -447,6 +447,12 @@ class JITKernel:
         read from the compiled binary."""
         return self._executable.lowering_report()
 
+    def torch_op(self, name=None):
+        """This kernel as a torch.library custom operator named name ("namespace::op"),
+        traceable by torch.compile(fullgraph=True); see tilelang.jit.torch_op."""
+        from .torch_op import register_torch_op
+        return register_torch_op(self, name)
+
     def get_host_source(self) -> str:
         return self._source
 
