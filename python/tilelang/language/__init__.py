@@ -1,6 +1,7 @@
 """The kernel language: `import tilelang.language as T`."""
 from __future__ import annotations
 
+from ..layout.maps import Fragment, Layout
 from ..parser.parser import Macro, macro
 from .alloc import alloc_fragment, alloc_local, alloc_reducer, alloc_shared, alloc_var
 from .hopper import (alloc_barrier, dec_max_nreg, fence_proxy_async, inc_max_nreg, mbarrier_arrive,
