@@ -202,3 +202,17 @@ def test_checker_reports_python_syntax_errors_and_slower_paths(tmp_path):
     found = check(str(tmp_path / "slow.py"), slow, "cuda -arch=sm_90a")
     assert [(d["start"][0], d["code"], d["severity"]) for d in found] == [(12, "TileLangPerformanceWarning", 2)]
     assert "[slower path:" in found[0]["message"]
+
+
+def test_every_language_name_has_hover_documentation():
+    import types as pytypes
+    from tilelang.lsp.names import language_names
+    names = language_names()
+    public = {n for n in dir(T) if not n.startswith("_") and n != "annotations"
+              and not isinstance(getattr(T, n), pytypes.ModuleType)}
+    assert set(names) == public
+    for name, entry in names.items():
+        obj = getattr(T, name)
+        assert entry.doc.strip(), f"T.{name} has no docstring"
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            assert inspect.getdoc(obj) in entry.markdown(), name
