@@ -46,7 +46,7 @@ isinf = _unary("isinf")
 
 
 def abs(x):  # noqa: A001
-    """|x|, the absolute value (a Python number stays a Python number)."""
+    """`|x|`, the absolute value (a Python number stays a Python number)."""
     if not is_expr(x):
         return builtins.abs(x)
     return _C.call("abs", [x])

@@ -118,12 +118,12 @@ def reduce_sum(buffer, out, dim=-1, clear=True):
 
 
 def reduce_abssum(buffer, out, dim=-1, clear=True):
-    """out = the sum of |buffer| along dim; with clear=False, added to what out holds."""
+    """out = the sum of `|buffer|` along dim; with clear=False, added to what out holds."""
     _reduce("abssum", buffer, out, dim, clear)
 
 
 def reduce_absmax(buffer, out, dim=-1, clear=True):
-    """out = the maximum of |buffer| along dim; with clear=False, combined with what out holds."""
+    """out = the maximum of `|buffer|` along dim; with clear=False, combined with what out holds."""
     _reduce("absmax", buffer, out, dim, clear)
 
 

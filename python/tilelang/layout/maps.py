@@ -42,7 +42,7 @@ def _int(value, what):
 class Layout:
     """A map from every index of a logical tile to a physical position.
 
-    shape: the tile's extents; forward_fn(*indices) -> position (an int or a list of ints).
+    shape: the tile's extents; `forward_fn(*indices)` gives the position (an int or a list of ints).
     element_bits, when given, is the width of an element in bits: pictures then show the
     shared-memory bank of each element."""
 
@@ -105,9 +105,10 @@ class Layout:
 class Fragment:
     """How a tile held in registers is spread over threads: element -> (thread, slot).
 
-    As upstream: forward_fn(*indices[, rep]) -> (thread, index), or forward_thread_fn(
-    *indices[, rep]) -> thread with forward_index_fn(*indices) -> index; replicate copies
-    of each element (rep in [0, replicate)) sit in different threads at the same slot."""
+    As upstream: `forward_fn(*indices[, rep])` gives `(thread, index)`, or
+    `forward_thread_fn(*indices[, rep])` gives the thread and `forward_index_fn(*indices)`
+    the index; the replicate copies of each element (rep in [0, replicate)) sit in
+    different threads at the same slot."""
 
     def __init__(self, shape, forward_fn=None, forward_thread_fn=None, replicate=1, forward_index_fn=None,
                  name=None):
@@ -168,7 +169,7 @@ class Fragment:
         return int(self._local.max()) + 1
 
     def map_forward_thread(self, indices):
-        """[thread] of an element; with replicate > 1, indices are [rep, *element] (upstream's order)."""
+        """`[thread]` of an element; with replicate > 1, indices are `[rep, *element]` (upstream's order)."""
         rep, idx = self._split(indices)
         return [int(self._thread[(rep,) + idx])]
 

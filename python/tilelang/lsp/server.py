@@ -1,9 +1,11 @@
 """The TileLang language server (pygls): the compiler's diagnostics on open and save, hover
 documentation, completion and signature help for the kernel language's names.
 
-Configuration (initializationOptions, or the TILELANG_LSP_TARGET environment variable):
+Configuration (initializationOptions, or the TILELANG_LSP_TARGET environment variable)::
+
     {"target": "cuda -arch=sm_90a", "timeout": 60}
-the target kernels are lowered for (a bare "cuda" or "auto" in the file means this one),
+
+gives the target kernels are lowered for (a bare "cuda" or "auto" in the file means this one),
 and how long one file may take to check (seconds).
 """
 from __future__ import annotations
