@@ -5,8 +5,8 @@ Configuration (initializationOptions, or the TILELANG_LSP_TARGET environment var
 
     {"target": "cuda -arch=sm_90a", "timeout": 60}
 
-gives the target kernels are lowered for (a bare "cuda" or "auto" in the file means this one),
-and how long one file may take to check (seconds).
+target: what kernels are lowered for (a bare "cuda" or "auto" in the file means this one);
+timeout: how long one file may take to check, in seconds.
 """
 from __future__ import annotations
 

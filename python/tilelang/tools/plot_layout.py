@@ -87,7 +87,7 @@ def _fragment_figure(frag: Fragment, colormap):
     partition = getattr(frag, "partition", None)
     ax.set_title(f"{title}{shape} over {frag.get_thread_size()} threads, {frag.local_size()} registers each"
                  + (f"\n{partition}" if partition else "") + "\nT: thread   L: register slot   colour: lane",
-                 fontsize=max(6.0, font * 1.2), pad=14)
+                 fontsize=max(6.0, font * 1.2), pad=20)
     return fig
 
 
@@ -115,7 +115,7 @@ def _layout_figure(layout: Layout, colormap):
     swizzle = getattr(layout, "swizzle", None)
     what = (f"{bits}-bit elements" + (f", swizzled {swizzle}" if swizzle else "")
             + "\nb: bank (4-byte word mod 32) of the element   below: its offset") if bits else "the position of each element"
-    ax.set_title(f"{title}{layout.get_input_shape()}: {what}", fontsize=max(6.0, font * 1.2), pad=14)
+    ax.set_title(f"{title}{layout.get_input_shape()}: {what}", fontsize=max(6.0, font * 1.2), pad=20)
     return fig
 
 
