@@ -175,7 +175,9 @@ def test_language_server_over_stdio(tmp_path):
 
 
 def test_checker_reports_python_syntax_errors_and_slower_paths(tmp_path):
+    import tilelang
     from tilelang.lsp.check import check
+    compile_before = tilelang.compile
     bad = "import tilelang.language as T\n\ndef f(:\n    pass\n"
     (d,) = check(str(tmp_path / "syntax.py"), bad, "cuda -arch=sm_90a")
     assert (d["start"], d["code"], d["message"]) == ((2, 6), "SyntaxError", "SyntaxError: invalid syntax")
@@ -202,6 +204,7 @@ def test_checker_reports_python_syntax_errors_and_slower_paths(tmp_path):
     found = check(str(tmp_path / "slow.py"), slow, "cuda -arch=sm_90a")
     assert [(d["start"][0], d["code"], d["severity"]) for d in found] == [(12, "TileLangPerformanceWarning", 2)]
     assert "[slower path:" in found[0]["message"]
+    assert tilelang.compile is compile_before  # checking in this process left it as it was
 
 
 def test_every_language_name_has_hover_documentation():

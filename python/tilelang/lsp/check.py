@@ -137,18 +137,25 @@ class _Checker:
         linecache.cache[self.path] = (len(self.source), None, self.source.splitlines(True), self.path)
         import tilelang
         # tilelang.jit is the decorator; its module (whose compile JITImpl calls) is here.
-        tilelang.compile = sys.modules["tilelang.jit"].compile = self._lower_only
+        jit_module = sys.modules["tilelang.jit"]
+        saved = tilelang.compile, jit_module.compile, list(sys.path)
+        tilelang.compile = jit_module.compile = self._lower_only
         sys.path.insert(0, os.path.dirname(self.path))
         namespace = {"__name__": "__tilelang_check__", "__file__": self.path, "__builtins__": __builtins__}
         try:
-            exec(code, namespace)
-        except SystemExit:
-            pass
-        except BaseException as e:  # noqa: BLE001 - every error of the user's module is a diagnostic
-            if isinstance(e, KeyboardInterrupt):
-                raise
-            self.report(e)
-        self.lower_definitions(namespace)
+            try:
+                exec(code, namespace)
+            except SystemExit:
+                pass
+            except BaseException as e:  # noqa: BLE001 - every error of the user's module is a diagnostic
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                self.report(e)
+            self.lower_definitions(namespace)
+        finally:
+            # Checking in a process that goes on (tests, tools) leaves it as it was.
+            tilelang.compile, jit_module.compile, sys.path[:] = saved[0], saved[1], saved[2]
+            linecache.cache.pop(self.path, None)
         return self.diagnostics
 
     def lower_definitions(self, namespace):
