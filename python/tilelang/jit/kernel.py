@@ -447,12 +447,23 @@ class JITKernel:
         """The generated source of the kernel."""
         return self._source
 
-    def get_lowering_report(self) -> str:
+    def get_lowering_report(self, pictures=None) -> str:
         """What the compiler decided, one line each: the instruction every T.gemm runs on (and
         why not the tensor cores, when not), each T.Pipelined loop's schedule, the shared
         buffers it swizzled; on CUDA, per kernel, the registers, spills and shared memory
-        read from the compiled binary."""
-        return self._executable.lowering_report()
+        read from the compiled binary. With pictures (a directory), also writes a PNG of each
+        fragment's thread mapping and of each swizzled shared buffer there, and lists them."""
+        report = self._executable.lowering_report()
+        if pictures is None:
+            return report
+        from ..tools.lowering_pictures import write_pictures
+        return report + write_pictures(self, pictures)
+
+    def torch_op(self, name=None):
+        """This kernel as a torch.library custom operator named name ("namespace::op"),
+        traceable by torch.compile(fullgraph=True); see tilelang.jit.torch_op."""
+        from .torch_op import register_torch_op
+        return register_torch_op(self, name)
 
     def get_host_source(self) -> str:
         return self._source

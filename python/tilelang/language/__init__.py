@@ -1,6 +1,7 @@
 """The kernel language: `import tilelang.language as T`."""
 from __future__ import annotations
 
+from ..layout.maps import Fragment, Layout
 from ..parser.parser import Macro, macro
 from . import fp8  # noqa: F401 - tilelang.language.fp8
 from .eager import empty

@@ -45,6 +45,7 @@ def alloc_var(dtype, *args, scope="local.var", init=None):
 
 
 def alloc_reducer(shape, dtype, op="sum", replication=None):
+    """A fragment to reduce into (allocated as T.alloc_fragment(shape, dtype))."""
     return alloc_fragment(shape, dtype)
 
 

@@ -70,8 +70,10 @@ def thread_binding(start, stop=None, thread=None, annotations=None):
 
 
 def unroll(*args, explicit=False, unroll_factor=None, annotations=None):
+    """A loop the compiler unrolls: T.unroll(stop) or T.unroll(start, stop)."""
     return LoopSpec("unroll", [_range(args, "T.unroll")])
 
 
 def vectorized(*args, annotations=None):
+    """A loop run as vector operations: T.vectorized(stop) or T.vectorized(start, stop)."""
     return LoopSpec("vectorized", [_range(args, "T.vectorized")])

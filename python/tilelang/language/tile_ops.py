@@ -103,22 +103,27 @@ def _reduce(kind, buffer, out, dim, clear):
 
 
 def reduce_max(buffer, out, dim=-1, clear=True):
+    """out = the maximum of buffer along dim; with clear=False, combined with what out holds."""
     _reduce("max", buffer, out, dim, clear)
 
 
 def reduce_min(buffer, out, dim=-1, clear=True):
+    """out = the minimum of buffer along dim; with clear=False, combined with what out holds."""
     _reduce("min", buffer, out, dim, clear)
 
 
 def reduce_sum(buffer, out, dim=-1, clear=True):
+    """out = the sum of buffer along dim; with clear=False, added to what out holds."""
     _reduce("sum", buffer, out, dim, clear)
 
 
 def reduce_abssum(buffer, out, dim=-1, clear=True):
+    """out = the sum of `|buffer|` along dim; with clear=False, added to what out holds."""
     _reduce("abssum", buffer, out, dim, clear)
 
 
 def reduce_absmax(buffer, out, dim=-1, clear=True):
+    """out = the maximum of `|buffer|` along dim; with clear=False, combined with what out holds."""
     _reduce("absmax", buffer, out, dim, clear)
 
 
@@ -147,10 +152,12 @@ def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
 
 
 def atomic_max(dst, value, memory_order=None, return_prev=False):
+    """dst = max(dst, value) atomically (an element, or element-wise over a region)."""
     _atomic("max", dst, value)
 
 
 def atomic_min(dst, value, memory_order=None, return_prev=False):
+    """dst = min(dst, value) atomically (an element, or element-wise over a region)."""
     _atomic("min", dst, value)
 
 

@@ -685,6 +685,7 @@ class Macro:
 
 
 def macro(fn=None, *, hygienic=True):
+    """A helper whose body is inlined into the kernel that calls it, evaluated at the call."""
     if fn is None:
         return lambda f: Macro(f)
     return Macro(fn)
