@@ -130,14 +130,16 @@ def test_fp8_torch_dtype():
 # ---------------------------------------------------------------- layouts
 def test_layout_and_fragment_objects():
     lay = T.Layout((8, 8), lambda i, j: i * 8 + (j ^ i))
-    assert lay.input_shape == (8, 8)
+    assert list(lay.get_input_shape()) == [8, 8]
     assert [lay.map_forward_index([i, j])[0] for i, j in [(0, 0), (1, 0), (3, 5)]] == [0, 9, 30]
     frag = T.Fragment((16,), forward_thread_fn=lambda i: i % 4, forward_index_fn=lambda i: i // 4)
-    assert [frag.map_forward_thread([i]) for i in (0, 5, 15)] == [0, 1, 3]
+    assert [frag.map_forward_thread([i]) for i in (0, 5, 15)] == [[0], [1], [3]]
     assert frag.map_forward_index([13]) == [3]
     assert tilelang.layout.Layout is T.Layout and tilelang.layout.Fragment is T.Fragment
-    with pytest.raises(TypeError, match="Fragment needs forward_thread_fn"):
+    with pytest.raises(TypeError, match=r"forward_fn\(5,\) must give \(thread, index\)"):
         T.Fragment((16,), forward_fn=lambda i: i)
+    with pytest.raises(TypeError, match="Fragment needs forward_fn, or forward_thread_fn"):
+        T.Fragment((16,))
     with pytest.raises(TypeError, match="forward_fn must be callable"):
         T.Layout((4,), 3)
 

@@ -47,6 +47,8 @@ class Layout:
     shared-memory bank of each element."""
 
     def __init__(self, shape, forward_fn, element_bits=None, name=None):
+        if not callable(forward_fn):
+            raise TypeError(f"Layout: forward_fn must be callable, got {type(forward_fn).__name__}")
         self._input_shape = _shape(shape)
         table = None
         for index in itertools.product(*[range(d) for d in self._input_shape]):
@@ -118,13 +120,20 @@ class Fragment:
             raise ValueError(f"replicate must be at least 1, got {replicate}")
         if forward_fn is None and forward_thread_fn is None:
             raise TypeError("Fragment needs forward_fn, or forward_thread_fn (with forward_index_fn)")
+        for what, fn in (("forward_fn", forward_fn), ("forward_thread_fn", forward_thread_fn),
+                         ("forward_index_fn", forward_index_fn)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"Fragment: {what} must be callable, got {type(fn).__name__}")
         thread = np.empty([replicate] + dims, dtype=np.int64)
         local = np.zeros(dims, dtype=np.int64)
         for index in itertools.product(*[range(d) for d in dims]):
             for rep in range(replicate):
                 extra = (rep,) if replicate > 1 else ()
                 if forward_fn is not None:
-                    t, slot = forward_fn(*index, *extra)
+                    found = _as_list(forward_fn(*index, *extra))
+                    if len(found) != 2:
+                        raise TypeError(f"Fragment: forward_fn{index} must give (thread, index), got {found}")
+                    t, slot = found
                 else:
                     t = forward_thread_fn(*index, *extra)
                     slot = forward_index_fn(*index) if forward_index_fn is not None else 0
