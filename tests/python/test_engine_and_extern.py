@@ -136,7 +136,7 @@ def test_layout_and_fragment_objects():
     assert [frag.map_forward_thread([i]) for i in (0, 5, 15)] == [[0], [1], [3]]
     assert frag.map_forward_index([13]) == [3]
     assert tilelang.layout.Layout is T.Layout and tilelang.layout.Fragment is T.Fragment
-    with pytest.raises(TypeError, match=r"forward_fn\(5,\) must give \(thread, index\)"):
+    with pytest.raises(TypeError, match=r"forward_fn\(0,\) must give \(thread, index\)"):
         T.Fragment((16,), forward_fn=lambda i: i)
     with pytest.raises(TypeError, match="Fragment needs forward_fn, or forward_thread_fn"):
         T.Fragment((16,))
