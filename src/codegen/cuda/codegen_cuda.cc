@@ -703,6 +703,11 @@ class CodeGenCUDA : public Emitter {
            op == "wait_wgmma";
   }
 
+  Code float_min_max(bool is_max, DataType t, const Code& a, const Code& b, Span span) override {
+    if (t != DataType::Float(32)) return Emitter::float_min_max(is_max, t, a, b, span);
+    return {std::string(is_max ? "tl::max_nan(" : "tl::min_nan(") + a.text + ", " + b.text + ")"};
+  }
+
   Code emit_call(const CallNode* n) override {
     const std::string& op = n->op;
     Span sp = n->span;
