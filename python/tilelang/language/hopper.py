@@ -103,3 +103,17 @@ def inc_max_nreg(reg_count: int):
 def dec_max_nreg(reg_count: int):
     """T.set_max_nreg(reg_count, 0)."""
     set_max_nreg(reg_count, 0)
+
+
+def barrier_wait(barrier_id, parity=None):
+    """Upstream's spelling of T.mbarrier_wait_parity(barrier_id, parity)."""
+    if parity is None:
+        raise _builder.error(_builder.error_cls("TileLangTypeError"),
+                             "T.barrier_wait: the parity to wait for (0 or 1) must be given",
+                             "T.barrier_wait(barrier, parity)")
+    mbarrier_wait_parity(barrier_id, parity)
+
+
+def barrier_arrive(barrier_id):
+    """Upstream's spelling of T.mbarrier_arrive(barrier_id)."""
+    mbarrier_arrive(barrier_id)
