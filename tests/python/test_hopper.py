@@ -419,3 +419,73 @@ def test_wgmma_8bit_numerics(target, rng, in_dtype):
     else:
         from test_kernels import assert_fp8_wgmma_close
         assert_fp8_wgmma_close(c, a, b.T)
+
+
+def _named_barrier_kernel(barrier_id=2, arrive_count=None):
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=256) as bx:  # noqa: F841
+            S = T.alloc_shared((256,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = A[tx]
+            T.sync_threads(barrier_id, arrive_count)
+            B[tx] = S[255 - tx]
+
+    return main
+
+
+def test_sync_threads_with_a_barrier_id_is_a_named_barrier():
+    """T.sync_threads(id[, count]) is bar.sync id, count (all the block's threads by
+    default) and stands for the block-wide barrier the shared accesses need; without an
+    id it is __syncthreads."""
+    source = _C.codegen(_C.lower(_named_barrier_kernel(2).handle, SM90), SM90)
+    assert "tl::named_barrier_sync(2, 256);" in source and "__syncthreads" not in source.split("named_barrier_sync(2")[1]
+    assert "tl::named_barrier_sync(3, 128);" in _C.codegen(_C.lower(_named_barrier_kernel(3, 128).handle, SM90), SM90)
+    plain = _C.codegen(_C.lower(_named_barrier_kernel(None).handle, SM90), SM90)
+    assert "named_barrier_sync" not in plain and "__syncthreads();" in plain
+    _sass(_named_barrier_kernel(2))  # assembles
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((0,), "TileLangShapeError", "barrier_id must be in 1..15"),
+    ((16,), "TileLangShapeError", "barrier_id must be in 1..15"),
+    ((2, 48), "TileLangShapeError", "arrive_count must be a multiple of 32 in 32..256"),
+    ((2, 512), "TileLangShapeError", "arrive_count must be a multiple of 32 in 32..256"),
+    ((None, 64), "TileLangTypeError", "arrive_count needs a barrier_id"),
+    ((1.5,), "TileLangTypeError", "barrier_id must be an int"),
+])
+def test_sync_threads_checks_its_arguments(args, error, message):
+    with pytest.raises(getattr(tilelang.errors, error), match=message) as e:
+        _named_barrier_kernel(*args)
+    assert "test_hopper.py" in str(e.value)
+
+
+def test_warp_specialisation_takes_a_named_barrier_the_kernel_leaves_free():
+    """The consumers' block-wide barriers become a named barrier whose id the kernel's own
+    T.sync_threads calls do not use."""
+    import tilelang.language as T
+    M = N = K = 256
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(N // 128, M // 128, threads=256) as (bx, by):
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            C_f = T.alloc_fragment((128, 128), "float32")
+            C_s = T.alloc_shared((128, 128), "float16")
+            T.clear(C_f)
+            for k in T.Pipelined(K // 64, num_stages=2):
+                T.copy(A[by * 128, k * 64], A_s)
+                T.copy(B[k * 64, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C_s)
+            T.sync_threads(1)
+            T.copy(C_s, C[by * 128, bx * 128])
+
+    lowered = _C.lower(main.handle, SM90)
+    assert "warp specialised" in lowered.lowering_report()
+    source = _C.codegen(lowered, SM90)
+    ids = {int(x) for x in __import__("re").findall(r"named_barrier_sync\((\d+), 256\)", source)}
+    assert 1 in ids and len(ids) >= 2, ids  # the kernel's own 1 and the pass's other one
