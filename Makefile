@@ -6,7 +6,7 @@ VPY    := $(VENV)/bin/python
 BUILD  := build/py
 STAMP  := $(VENV)/.deps-stamp
 
-.PHONY: all run test test-cpp test-python build system-deps clean
+.PHONY: all run test test-cpp test-python build system-deps clean docs
 
 all: build
 
@@ -28,6 +28,10 @@ $(STAMP): pyproject.toml
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" ninja numpy ml_dtypes pytest \
 	  nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm wgpu
+	# The optional extras the tests cover: torch (PyPI's Linux wheel, with the CUDA
+	# libraries it links against: about 1.5 minutes and 5 GB), the language server,
+	# layout pictures and the API reference.
+	$(VPY) -m pip install -q "torch>=2.4" "pygls>=2.0,<3" "lsprotocol>=2025.0.0" "matplotlib>=3.7" "sphinx>=7"
 	touch $@
 
 build: system-deps $(STAMP)
@@ -44,6 +48,10 @@ test-python: build
 	$(VPY) -m pytest -q tests/python
 
 test: test-cpp test-python
+
+# The API reference from the docstrings (tests/python/test_docs.py builds it in the tests).
+docs: build
+	$(VPY) -m sphinx -W --keep-going -b html docs/api build/docs
 
 clean:
 	rm -rf build $(VENV)

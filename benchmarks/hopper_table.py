@@ -1,4 +1,4 @@
-"""Joins gemm_sweep.py runs (JSON lines, one file per implementation) into one table: per
+"""Joins gemm_sweep.py (or attention_sweep.py) runs (JSON lines, one file per implementation) into one table: per
 dtype and shape the best configuration of each implementation, the reference library, and
 the ratios; geometric means per dtype; the cold compile times.
 
@@ -44,7 +44,9 @@ def main(paths):
     for (dtype, shape), by in best.items():
         ours = by.get("ours")
         up = by.get("upstream")
-        ref_name = "torch._scaled_mm" if dtype.startswith("float8") else "cuBLAS"
+        # The reference library: whichever other label measured this row (cuBLAS,
+        # torch._scaled_mm, cuDNN SDPA...).
+        ref_name = next((k for k in by if k not in ("ours", "upstream")), None)
         ref = by.get(ref_name)
         cell = lambda v: f"{v[0]:.0f}" if v else "-"  # noqa: E731
         r_ref = ours[0] / ref[0] if ours and ref else None
@@ -66,7 +68,7 @@ def main(paths):
               f"over {len(ru)}")
     median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
     for label, xs in compiles.items():
-        print(f"compile of one GEMM configuration, {label}: median {median(xs):.2f} s over {len(xs)}")
+        print(f"compile of one configuration, {label}: median {median(xs):.2f} s over {len(xs)}")
     if compiles.get("ours") and compiles.get("upstream"):
         print(f"compile speed-up over upstream: {median(compiles['upstream']) / median(compiles['ours']):.1f}x")
 

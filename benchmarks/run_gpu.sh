@@ -6,6 +6,8 @@
 #   bash benchmarks/run_gpu.sh tests      (build and every suite, no benchmarks)
 #   bash benchmarks/run_gpu.sh hopper [--quick]  (build, the GEMM suites on cuda, then the GEMM
 #                                         sweep against cuBLAS / _scaled_mm and upstream TileLang)
+#   bash benchmarks/run_gpu.sh attention  (build, the torch / eager suites on cuda, then the
+#                                         FlashAttention sweep against cuDNN and upstream TileLang)
 # The webgpu suite runs too when `import wgpu` works. On a machine without the Vulkan
 # loader, unpack Debian's libvulkan1 (and friends) into / first and point the loader at
 # the driver, e.g. VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json;
@@ -29,6 +31,27 @@ cmake --build build/gpu -j"$(nproc)" > "$LOGS/build.log" 2>&1 || { grep -m20 err
 cp build/gpu/_C*.so python/tilelang/
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
 ONLY=${1:-all}
+if [ "$ONLY" = attention ]; then
+  # FlashAttention forward, ours against cuDNN SDPA and upstream TileLang (same DSL source,
+  # same configurations), after the GPU tests of the torch integration and the eager style.
+  echo "== Python torch / eager / extern suites on cuda"
+  TILELANG_TEST_TARGETS=cuda timeout ${HOPPER_TEST_TIMEOUT:-600} $PY -m pytest -q -p no:cacheprovider \
+    tests/python/test_torch_op.py tests/python/test_layout_pictures.py tests/python/test_eager_jit.py \
+    tests/python/test_engine_and_extern.py > "$LOGS/pytest_attention.log" 2>&1; tail -1 "$LOGS/pytest_attention.log"
+  grep -E "^(FAILED|ERROR)" "$LOGS/pytest_attention.log" | head -20
+  echo "== attention sweep: ours"
+  ATTENTION_SWEEP_DUMP=$LOGS/kernel.attention.ours.cu timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_sweep.py \
+    --label ours --refs > "$LOGS/attention_ours.jsonl" 2> "$LOGS/attention_ours.err"; tail -2 "$LOGS/attention_ours.err"
+  if [ -f .ref/tl_site.tar.xz ]; then
+    echo "== attention sweep: upstream TileLang"
+    mkdir -p /tmp/tlref && tar -C /tmp/tlref -xJf .ref/tl_site.tar.xz
+    (cd /tmp && PYTHONPATH=/tmp/tlref ATTENTION_SWEEP_DUMP=$LOGS/kernel.attention.upstream.cu timeout ${SWEEP_TIMEOUT:-900} \
+      $PY "$OLDPWD/benchmarks/attention_sweep.py" --label upstream) > "$LOGS/attention_upstream.jsonl" 2> "$LOGS/attention_upstream.err"
+    tail -2 "$LOGS/attention_upstream.err"
+  fi
+  $PY benchmarks/hopper_table.py "$LOGS/attention_ours.jsonl" "$LOGS/attention_upstream.jsonl" | tee "$LOGS/attention_table.txt"
+  exit 0
+fi
 if [ "$ONLY" = hopper ]; then
   [ -n "${SWEEP_ONLY:-}" ] || echo "== Python GEMM suites on cuda"
   [ -n "${SWEEP_ONLY:-}" ] || TILELANG_TEST_TARGETS=cuda timeout ${HOPPER_TEST_TIMEOUT:-900} $PY -m pytest -q -p no:cacheprovider tests/python/test_hopper.py \

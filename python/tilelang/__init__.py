@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 
 from . import _C  # noqa: F401 - the compiler core
 from . import ir  # noqa: F401 - installs the operators of kernel expressions
-from . import errors, language, layout, transform, utils  # noqa: F401
+from . import engine, errors, language, layout, transform, utils  # noqa: F401
 from .dtypes import DType as DataType
 from .jit import JITImpl, JITKernel, compile, jit
 from .jit.cache import disable_cache, enable_cache, is_cache_enabled
@@ -21,7 +21,7 @@ from .autotuner import autotune  # noqa: E402 - after jit, which it wraps
 
 __all__ = ["jit", "compile", "JITKernel", "JITImpl", "language", "errors", "do_bench", "lower", "cuda_available",
            "PassConfigKey", "TensorSupplyType", "Profiler", "DataType", "cdiv", "next_power_of_2", "disable_cache",
-           "enable_cache", "is_cache_enabled", "transform", "utils", "autotune"]
+           "enable_cache", "is_cache_enabled", "transform", "utils", "autotune", "engine"]
 
 
 def lower(func, target="auto"):

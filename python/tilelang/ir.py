@@ -174,6 +174,23 @@ class Param:
         self.shape = shape      # list of Expr (constants or shape variables) for buffers
         self.strides = strides  # list of Expr, empty for compact row-major
 
+    # As upstream's tilelang.engine.param.KernelParam.
+    def is_scalar(self) -> bool:
+        return self.kind == "scalar"
+
+    def is_unsigned(self) -> bool:
+        return self.dtype.startswith("uint")
+
+    def is_float8(self) -> bool:
+        return self.dtype.startswith("float8")
+
+    def is_boolean(self) -> bool:
+        return self.dtype == "bool"
+
+    def torch_dtype(self):
+        from .dtypes import torch_dtype
+        return torch_dtype(self.dtype)
+
     def __repr__(self):
         return f"Param({self.name}, {self.kind}, {self.dtype})"
 
@@ -187,6 +204,8 @@ class PrimFunc:
         self.file = file
         self.line = line
         self.fn = fn
+        self.out_idx = None  # the T.empty outputs' parameter indices, when the function returns them
+        self.source_kernel = None  # language.extern.SourceKernel when the body is CUDA source
         self.__name__ = handle.name
         self.__doc__ = getattr(fn, "__doc__", None)
 

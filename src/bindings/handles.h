@@ -37,5 +37,6 @@ DataType to_dtype(const std::string& s);
 void bind_ir(nb::module_& m);
 void bind_compiler(nb::module_& m);
 void bind_cuda(nb::module_& m);
+void bind_layouts(nb::module_& m);
 
 }  // namespace tl::py

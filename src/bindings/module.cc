@@ -43,4 +43,5 @@ NB_MODULE(_C, m) {
   tl::py::bind_ir(m);
   tl::py::bind_compiler(m);
   tl::py::bind_cuda(m);
+  tl::py::bind_layouts(m);
 }

@@ -277,7 +277,8 @@ bool Emitter::nonneg(const Expr& e) {
 // comparison `a < b ? b : a` alone drops a NaN second operand. The headers' tl::max and
 // tl::min keep the comparison form (integers, and what they are used for inside the
 // headers); an immediately called lambda evaluates each operand once.
-static Code nan_min_max(bool is_max, const std::string& type, const Code& a, const Code& b) {
+Code Emitter::float_min_max(bool is_max, DataType t, const Code& a, const Code& b, Span span) {
+  std::string type = ctype(t, span);
   std::string pick = is_max ? "x < y" : "y < x";
   return {"[](" + type + " x, " + type + " y) { return " + pick + " || y != y ? y : x; }(" + a.text + ", " + b.text +
           ")"};
@@ -356,7 +357,7 @@ Code Emitter::emit_binary(const BinaryNode* n) {
       break;
     case BinaryOp::Min:
     case BinaryOp::Max:
-      r = is_float ? nan_min_max(n->op == BinaryOp::Max, ctype(ct, sp), a, b)
+      r = is_float ? float_min_max(n->op == BinaryOp::Max, ct, a, b, sp)
                    : fn(n->op == BinaryOp::Max ? "tl::max" : "tl::min");
       break;
     default:

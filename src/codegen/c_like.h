@@ -107,6 +107,9 @@ class Emitter {
   virtual Code emit_int(const IntImmNode* n) = 0;
   virtual Code emit_float(const FloatImmNode* n) = 0;
   virtual Code emit_call(const CallNode* n) = 0;
+  // max / min of two floats of dtype t (the compute type), NaN-propagating as numpy's
+  // maximum and minimum are; by default an immediately called lambda with the comparison.
+  virtual Code float_min_max(bool is_max, DataType t, const Code& a, const Code& b, Span span);
   // The lvalue of an element of b (a BufferLoad, a store's destination).
   // The strides to flatten `indices` of b with: the buffer's own, or 1 for an index that is
   // already flat; a rank mismatch is an internal error (prefix starts its message).

@@ -315,6 +315,12 @@ GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& targ
     if (w.kind == GemmInstruction::Kind::Wgmma) return w;
     not_wgmma = w.why_not_faster;
   }
+  // T.wgmma_gemm asks for wgmma and nothing else: no silent fallback.
+  if (attr_int(op, "require_wgmma", 0))
+    fail(ErrorKind::Unsupported, op.span,
+         "T.wgmma_gemm cannot use wgmma here: " +
+             (not_wgmma.rfind("not wgmma: ", 0) == 0 ? not_wgmma.substr(11) : not_wgmma),
+         "use T.gemm, which falls back to mma.sync, or change the tile, threads or target (sm_90a)");
   GemmInstruction ins = choose_mma_sync(op, target, threads, full_row);
   // Only where wgmma exists is mma.sync (or SIMT) a slower path than the program could have.
   if (target.kind == "cuda" && target.arch_number() >= 90) ins.why_not_faster = not_wgmma;

@@ -135,12 +135,18 @@ class VectorizeCopies : public IRMutator {
     const int64_t* mn = const_int(f->min);
     auto* store = as<BufferStoreNode>(f->body);
     if (!lanes || !mn || *mn != 0 || !store) return false;
-    auto* load = as<BufferLoadNode>(store->value);
-    if (!load || load->buffer->dtype != store->buffer->dtype) return false;
+    // A converting copy (a fragment's float accumulators stored as bfloat16, say) is one
+    // vector store of the converted lanes: its source is read lane by lane.
+    auto* cast = as<CastNode>(store->value);
+    auto* load = as<BufferLoadNode>(cast ? cast->value : store->value);
+    if (!load || load->dtype.lanes != 1 || store->buffer->dtype.lanes != 1) return false;
+    if (cast ? cast->dtype != store->buffer->dtype : load->buffer->dtype != store->buffer->dtype) return false;
+    if (store->buffer->dtype.is_sub_byte() || load->buffer->dtype.is_sub_byte()) return false;
     int64_t bytes = *lanes * store->buffer->dtype.bytes();
     if (bytes != 4 && bytes != 8 && bytes != 16) return false;
-    return contiguous_and_aligned(store->buffer, store->indices, f->var.get(), *lanes) &&
-           contiguous_and_aligned(load->buffer, load->indices, f->var.get(), *lanes);
+    if (!contiguous_and_aligned(store->buffer, store->indices, f->var.get(), *lanes)) return false;
+    return cast ? load->buffer->is_fragment() && contiguous_and_aligned(load->buffer, load->indices, f->var.get(), *lanes)
+                : contiguous_and_aligned(load->buffer, load->indices, f->var.get(), *lanes);
   }
 
   arith::Analyzer& az_;

@@ -18,10 +18,15 @@ using arith::ConstIntBound;
 
 const char* const kBarrierOp = "sync_threads";
 
+// A named barrier the kernel's code places itself (T.sync_threads(barrier_id)) counts as
+// one: the threads that synchronise by hand have chosen which of them wait.
+bool is_barrier_call(const CallNode* call) {
+  return call && (call->op == kBarrierOp || call->op == "named_barrier_sync");
+}
+
 bool is_barrier(const Stmt& s) {
   auto* ev = as<EvaluateNode>(s);
-  auto* call = ev ? as<CallNode>(ev->value) : nullptr;
-  return call && call->op == kBarrierOp;
+  return is_barrier_call(ev ? as<CallNode>(ev->value) : nullptr);
 }
 
 Stmt make_barrier(Span span) {
@@ -328,7 +333,7 @@ bool has_cooperative_work(const Stmt& s) {
     }
     void visit_evaluate(const EvaluateNode* n) override {
       auto* call = as<CallNode>(n->value);
-      if (call && call->op == kBarrierOp) found = true;
+      if (is_barrier_call(call)) found = true;
     }
   } finder;
   finder.visit(s);

@@ -19,6 +19,8 @@
 namespace tl {
 namespace {
 
+thread_local const LayoutObserver* layout_observer = nullptr;
+
 // Every element access to a fragment under s: (buffer, indices, span).
 struct FragmentAccess {
   Buffer buffer;
@@ -96,6 +98,7 @@ class ThreadLowering : public IRMutator {
     if (layouts_) fail(ErrorKind::Syntax, n->span, "T.Kernel blocks cannot be nested");
     KernelLayouts layouts = infer_layouts(*n, target_);
     report_decisions(layouts);
+    if (layout_observer) (*layout_observer)(*n, layouts);
     layouts_ = &layouts;
     kernel_ = n;
     threads_ = n->num_threads();
@@ -408,6 +411,11 @@ class ThreadLowering : public IRMutator {
 };
 
 }  // namespace
+
+ObserveLayouts::ObserveLayouts(LayoutObserver fn) : fn_(std::move(fn)), previous_(layout_observer) {
+  layout_observer = &fn_;
+}
+ObserveLayouts::~ObserveLayouts() { layout_observer = previous_; }
 
 PrimFunc lower_to_threads(const PrimFunc& f, const Target& target) {
   ThreadLowering pass(target);

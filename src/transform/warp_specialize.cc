@@ -1,5 +1,7 @@
 #include "transform/warp_specialize.h"
 
+#include <set>
+
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/op.h"
@@ -90,20 +92,35 @@ std::pair<Stmt, Stmt> overlap_wgmma(const ForNode* loop, const Stmt& body, int64
   return {loop_with_body(loop, make_seq(out, sp)), drain};
 }
 
-// Block-wide barriers of the consumers' code: only the consumers take part now.
+// The named-barrier ids the kernel's own code uses (T.sync_threads(barrier_id)).
+class UsedBarrierIds : public IRVisitor {
+ public:
+  std::set<int64_t> ids;
+  using IRVisitor::visit;
+
+ protected:
+  void visit_call(const CallNode* n) override {
+    if (n->op == "named_barrier_sync" && !n->args.empty())
+      if (const int64_t* id = const_int(n->args[0])) ids.insert(*id);
+    IRVisitor::visit_call(n);
+  }
+};
+
+// Block-wide barriers of the consumers' code: only the consumers take part now, on a
+// named barrier the kernel's own code does not use.
 class NamedBarriers : public IRMutator {
  public:
-  explicit NamedBarriers(int64_t threads) : threads_(threads) {}
+  NamedBarriers(int64_t threads, int64_t id) : threads_(threads), id_(id) {}
 
  protected:
   Stmt mutate_evaluate(const Stmt& s, const EvaluateNode* n) override {
     auto* call = as<CallNode>(n->value);
     if (!call || call->op != "sync_threads") return s;
-    return call_stmt("named_barrier_sync", {c(1), c(threads_)}, n->span);
+    return call_stmt("named_barrier_sync", {c(id_), c(threads_)}, n->span);
   }
 
  private:
-  int64_t threads_;
+  int64_t threads_, id_;
 };
 
 class Specialize : public IRMutator {
@@ -176,7 +193,16 @@ class Specialize : public IRMutator {
     Span sp = bars->span;
     const ForNode* loop = as<ForNode>(inner->seq.back());
     std::vector<Stmt> prologue(inner->seq.begin(), inner->seq.end() - 1);  // barrier, init, barrier
-    NamedBarriers named(threads_);
+    UsedBarrierIds used;
+    for (auto& st : before) used.visit(st);
+    used.visit(bars->body);
+    for (auto& st : after) used.visit(st);
+    int64_t free_id = 1;
+    while (used.ids.count(free_id)) ++free_id;
+    if (free_id > 15)
+      fail(ErrorKind::Unsupported, sp, "warp specialisation needs a named barrier, and the kernel uses all 15",
+           "leave one barrier id free, or pass_configs={'tl.disable_warp_specialized': True}");
+    NamedBarriers named(threads_, free_id);
     std::vector<Stmt> consumer = {call_stmt("set_max_nreg", {c(consumer_regs_), c(1)}, sp)};
     for (auto& st : before) consumer.push_back(named.mutate(st));
     Stmt consumer_body = role_body(loop, 0);

@@ -17,6 +17,14 @@ import sys
 import numpy as np
 import pytest
 
+# torch.compile imports triton, whose bundled LLVM crashes the process when it is loaded
+# after Mesa's lavapipe (the webgpu target on the CPU) has loaded the system's LLVM; loaded
+# first, both work. So triton, when installed, is imported before any test runs.
+try:
+    import triton  # noqa: F401
+except Exception:  # not installed (or unusable here): torch then compiles without it
+    pass
+
 # Make the kernel-builder package (tests/python/kernels) importable whatever
 # import mode pytest runs in.
 _HERE = os.path.dirname(os.path.abspath(__file__))

@@ -60,6 +60,16 @@ def test_wgmma_sass(name, args, mnemonic, per_step):
     assert "LDL" not in sass and "STL" not in sass and "LOCAL:0" in usage, usage
 
 
+def test_converting_epilogue_stores_whole_words():
+    """The float accumulators are rounded to bfloat16 in pairs and stored 32 bits at a time
+    (a thread owns two adjacent columns of each accumulator row): half as many stores as
+    one 16-bit store per element."""
+    sass, _, _ = _sass(matmul(**dict(SASS_CASES[0][1], out_dtype="bfloat16")))
+    stores = [l.split()[1] for l in sass.splitlines() if " STG." in l]
+    assert stores and all(op == "STG.E" for op in stores), sorted(set(stores))
+    assert "F2FP.BF16.F32.PACK_AB" in sass
+
+
 @pytest.mark.parametrize("switch", ["tl.disable_tma_lower", "tl.disable_warp_specialized"])
 def test_disable_tma_takes_cp_async_and_says_so(switch):
     func = matmul(1024, 1024, 1024, 128, 256, 64, in_dtype="bfloat16", num_stages=3, threads=256)
@@ -156,19 +166,23 @@ def test_wgmma_tile_layout_is_canonical():
     assert "tl::prefetch_tensor_map(A_tmap0);" in source and "tl::prefetch_tensor_map(B_tmap1);" in source
 
 
-def _async_gemm(M, N, K, dtype="float16"):
-    """One 64 x N x K product issued with wg_wait=-1 and waited for by T.wait_wgmma."""
+def _async_gemm(M, N, K, dtype="float16", spelling="gemm", threads=128):
+    """One M x N x K product issued with wg_wait=-1 (or by T.wgmma_gemm) and waited for by
+    T.wait_wgmma."""
     import tilelang.language as T
 
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(1, threads=128) as bx:  # noqa: F841
+        with T.Kernel(1, threads=threads) as bx:  # noqa: F841
             A_s = T.alloc_shared((M, K), dtype)
             B_s = T.alloc_shared((K, N), dtype)
             C_f = T.alloc_fragment((M, N), "float32")
             T.copy(A, A_s)
             T.copy(B, B_s)
-            T.gemm(A_s, B_s, C_f, clear_accum=True, wg_wait=-1)
+            if spelling == "gemm":
+                T.gemm(A_s, B_s, C_f, clear_accum=True, wg_wait=-1)
+            else:
+                T.wgmma_gemm(A_s, B_s, C_f, clear_accum=True)
             T.wait_wgmma(0)
             T.copy(C_f, C)
 
@@ -183,14 +197,54 @@ def test_run_time_strides_keep_cp_async_and_say_why():
     assert "A's stride along dimension 0 is not a multiple of 16 bytes" in odd
 
 
-def test_wait_wgmma_completes_an_asynchronous_gemm():
-    """wg_wait=-1 leaves the wgmma group in flight; T.wait_wgmma waits for it and fences
-    the accumulators before they are read."""
-    lowered = _C.lower(_async_gemm(64, 64, 64).handle, SM90)
+@pytest.mark.parametrize("spelling", ["gemm", "wgmma_gemm"])
+def test_wait_wgmma_completes_an_asynchronous_gemm(spelling):
+    """wg_wait=-1 (and T.wgmma_gemm) leaves the wgmma group in flight; T.wait_wgmma waits
+    for it and fences the accumulators before they are read."""
+    lowered = _C.lower(_async_gemm(64, 64, 64, spelling=spelling).handle, SM90)
     source = _C.codegen(lowered, SM90)
     gemm = source.index("tl::wgmma_commit();")
     assert "tl::wgmma_wait<0>();" in source[gemm:] and "tl::wgmma_wait" not in source[:gemm]
-    _sass(_async_gemm(64, 64, 64))  # assembles
+    _sass(_async_gemm(64, 64, 64, spelling=spelling))  # assembles
+
+
+def test_wgmma_gemm_refuses_to_fall_back():
+    """Where wgmma cannot take the product, T.wgmma_gemm is an error with the reason (T.gemm
+    would take mma.sync and say so)."""
+    from tilelang.errors import TileLangUnsupportedError
+    with pytest.raises(TileLangUnsupportedError, match=r"T.wgmma_gemm cannot use wgmma here: .*warpgroup") as e:
+        _C.lower(_async_gemm(32, 32, 32, spelling="wgmma_gemm", threads=128).handle, SM90)
+    assert "test_hopper.py" in str(e.value)
+    with pytest.raises(TileLangUnsupportedError, match="T.wgmma_gemm cannot use wgmma here"):
+        _C.lower(_async_gemm(64, 64, 64, spelling="wgmma_gemm").handle, "cuda -arch=sm_80")
+    assert "mma.sync" in _C.lower(_async_gemm(64, 64, 64).handle, "cuda -arch=sm_80").lowering_report()
+
+
+def test_barrier_wait_and_arrive_are_the_mbarrier_calls():
+    """Upstream's T.barrier_wait(b, parity) / T.barrier_arrive(b) lower as T.mbarrier_wait_parity
+    / T.mbarrier_arrive; a missing parity is an error at the call."""
+    import tilelang.language as T
+
+    def kernel(spelled_upstream, parity=0):
+        @T.prim_func
+        def main(A: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128) as bx:  # noqa: F841
+                bar = T.alloc_barrier([128])
+                if spelled_upstream:
+                    T.barrier_arrive(bar)
+                    T.barrier_wait(bar, parity)
+                else:
+                    T.mbarrier_arrive(bar)
+                    T.mbarrier_wait_parity(bar, parity)
+                A[T.get_thread_binding()] = 1.0
+
+        return main
+
+    upstream = _C.codegen(_C.lower(kernel(True).handle, SM90), SM90)
+    ours = _C.codegen(_C.lower(kernel(False).handle, SM90), SM90)
+    assert upstream == ours and "tl::mbarrier_wait(" in ours and "tl::mbarrier_arrive(" in ours
+    with pytest.raises(tilelang.errors.TileLangTypeError, match="T.barrier_wait: the parity to wait for"):
+        kernel(True, parity=None)
 
 
 def _handoff(n=256, producer_regs=40):
@@ -314,9 +368,10 @@ def test_by_hand_handoff_numerics(target, rng):
     np.testing.assert_array_equal(np.asarray(kernel(a)), a * 2)
 
 
-def test_wait_wgmma_numerics(target, rng):
+@pytest.mark.parametrize("spelling", ["gemm", "wgmma_gemm"])
+def test_wait_wgmma_numerics(target, rng, spelling):
     _gpu_only(target)
-    kernel = tilelang.compile(_async_gemm(64, 128, 64), out_idx=[2], target=target)
+    kernel = tilelang.compile(_async_gemm(64, 128, 64, spelling=spelling), out_idx=[2], target=target)
     a, b = rng.uniform(-1, 1, (64, 64)).astype(np.float16), rng.uniform(-1, 1, (64, 128)).astype(np.float16)
     np.testing.assert_allclose(np.asarray(kernel(a, b)), a.astype(np.float64) @ b.astype(np.float64),
                                rtol=1e-5, atol=1e-4)
@@ -364,3 +419,73 @@ def test_wgmma_8bit_numerics(target, rng, in_dtype):
     else:
         from test_kernels import assert_fp8_wgmma_close
         assert_fp8_wgmma_close(c, a, b.T)
+
+
+def _named_barrier_kernel(barrier_id=2, arrive_count=None):
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=256) as bx:  # noqa: F841
+            S = T.alloc_shared((256,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = A[tx]
+            T.sync_threads(barrier_id, arrive_count)
+            B[tx] = S[255 - tx]
+
+    return main
+
+
+def test_sync_threads_with_a_barrier_id_is_a_named_barrier():
+    """T.sync_threads(id[, count]) is bar.sync id, count (all the block's threads by
+    default) and stands for the block-wide barrier the shared accesses need; without an
+    id it is __syncthreads."""
+    source = _C.codegen(_C.lower(_named_barrier_kernel(2).handle, SM90), SM90)
+    assert "tl::named_barrier_sync(2, 256);" in source and "__syncthreads" not in source.split("named_barrier_sync(2")[1]
+    assert "tl::named_barrier_sync(3, 128);" in _C.codegen(_C.lower(_named_barrier_kernel(3, 128).handle, SM90), SM90)
+    plain = _C.codegen(_C.lower(_named_barrier_kernel(None).handle, SM90), SM90)
+    assert "named_barrier_sync" not in plain and "__syncthreads();" in plain
+    _sass(_named_barrier_kernel(2))  # assembles
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((0,), "TileLangShapeError", "barrier_id must be in 1..15"),
+    ((16,), "TileLangShapeError", "barrier_id must be in 1..15"),
+    ((2, 48), "TileLangShapeError", "arrive_count must be a multiple of 32 in 32..256"),
+    ((2, 512), "TileLangShapeError", "arrive_count must be a multiple of 32 in 32..256"),
+    ((None, 64), "TileLangTypeError", "arrive_count needs a barrier_id"),
+    ((1.5,), "TileLangTypeError", "barrier_id must be an int"),
+])
+def test_sync_threads_checks_its_arguments(args, error, message):
+    with pytest.raises(getattr(tilelang.errors, error), match=message) as e:
+        _named_barrier_kernel(*args)
+    assert "test_hopper.py" in str(e.value)
+
+
+def test_warp_specialisation_takes_a_named_barrier_the_kernel_leaves_free():
+    """The consumers' block-wide barriers become a named barrier whose id the kernel's own
+    T.sync_threads calls do not use."""
+    import tilelang.language as T
+    M = N = K = 256
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(N // 128, M // 128, threads=256) as (bx, by):
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            C_f = T.alloc_fragment((128, 128), "float32")
+            C_s = T.alloc_shared((128, 128), "float16")
+            T.clear(C_f)
+            for k in T.Pipelined(K // 64, num_stages=2):
+                T.copy(A[by * 128, k * 64], A_s)
+                T.copy(B[k * 64, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C_s)
+            T.sync_threads(1)
+            T.copy(C_s, C[by * 128, bx * 128])
+
+    lowered = _C.lower(main.handle, SM90)
+    assert "warp specialised" in lowered.lowering_report()
+    source = _C.codegen(lowered, SM90)
+    ids = {int(x) for x in __import__("re").findall(r"named_barrier_sync\((\d+), 256\)", source)}
+    assert 1 in ids and len(ids) >= 2, ids  # the kernel's own 1 and the pass's other one

@@ -151,6 +151,27 @@ TL_DEVICE T max(T a, T b) {
 #define TL_CUDA_UNARY(name, expr_f, expr_d)        \
   TL_DEVICE float name(float x) { return expr_f; } \
   TL_DEVICE double name(double x) { return expr_d; }
+// NaN-propagating max / min of floats (numpy's maximum / minimum): one max.NaN / min.NaN
+// instruction from sm_80 on, the comparison form before.
+TL_DEVICE float max_nan(float x, float y) {
+#if __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y));
+  return r;
+#else
+  return x < y || y != y ? y : x;
+#endif
+}
+TL_DEVICE float min_nan(float x, float y) {
+#if __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y));
+  return r;
+#else
+  return y < x || y != y ? y : x;
+#endif
+}
+
 TL_CUDA_UNARY(exp, expf(x), ::exp(x))
 TL_CUDA_UNARY(exp2, exp2f(x), ::exp2(x))
 TL_CUDA_UNARY(exp10, exp10f(x), ::exp10(x))

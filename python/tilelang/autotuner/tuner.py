@@ -228,7 +228,7 @@ def _inputs_compatible(params, tensors) -> bool:
 # ---------------------------------------------------------------------------- the tuner
 class AutoTuner:
     """Tunes fn (a function returning a @T.prim_func for keyword arguments drawn from
-    configs) over configs (a list of dicts, or a callable returning one).
+    configs) over configs (a list of dicts, or a callable returning one)::
 
         result = (AutoTuner.from_kernel(kernel=fn, configs=configs)
                   .set_compile_args(out_idx=[-1], target="auto")
@@ -289,7 +289,7 @@ class AutoTuner:
                          backend: str = "event"):
         """How candidates are checked and timed. Inputs come from an enclosing
         set_autotune_inputs block, else supply_prog(params), else the profiler's supply_type;
-        each candidate's outputs are compared with ref_prog(*inputs) within rtol/atol (at most
+        each candidate's outputs are compared with `ref_prog(*inputs)` within rtol/atol (at most
         max_mismatched_ratio of the elements may differ), or handed with ref_prog's to
         manual_check_prog(outputs, reference)."""
         captured = get_autotune_inputs()

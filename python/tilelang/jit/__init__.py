@@ -47,12 +47,21 @@ class JITImpl:
             self.signature = None
         self.kernels = {}
         functools.update_wrapper(self, fn)
+        # The eager style (parameters typed in the body, T.const / T.empty): see jit/eager.py.
+        from .eager import EagerFunction, is_eager
+        self._eager = EagerFunction(fn) if is_eager(fn) else None
+        self.mode = "eager" if self._eager is not None else "lazy"
+        if self._eager is not None and self.out_idx is not None:
+            raise ValueError("out_idx is only supported in lazy mode. In eager mode, use T.empty() to declare output "
+                             "tensors instead.")
 
     fn = property(lambda self: self.func)
 
     def get_tir(self, *args, **kwargs):
         """The @T.prim_func the factory returns for these arguments (not compiled)."""
         from ..ir import PrimFunc
+        if self._eager is not None:
+            return self._eager.get_tir(args, kwargs)
         func = self.func(*args, **kwargs)
         if not isinstance(func, PrimFunc):
             raise TypeError(f"@tilelang.jit function '{getattr(self.func, '__name__', '?')}' must return a "
@@ -62,7 +71,9 @@ class JITImpl:
     def compile(self, *args, **kwargs):
         """Compiles the kernel for these arguments of the factory and returns the JITKernel
         (also what calling the decorated function with them returns)."""
-        func = self.get_tir(*args, **kwargs)
+        return self._compile_func(self.get_tir(*args, **kwargs))
+
+    def _compile_func(self, func):
         kernel = compile(func, **self.options)
         if self.debug_root_path:
             self._write_debug_files(func, kernel)
@@ -88,8 +99,9 @@ class JITImpl:
                 raise ValueError(f"Invalid config type: {type(cfg)}, expected tuple or dict.")
 
         def one(cfg):
+            run = self.compile if self._eager is not None else self
             try:
-                return self(**cfg) if isinstance(cfg, dict) else self(*cfg)
+                return run(**cfg) if isinstance(cfg, dict) else run(*cfg)
             except Exception:
                 if ignore_error:
                     return None
@@ -99,9 +111,13 @@ class JITImpl:
 
     def get_kernel_source(self, *args, **kwargs) -> str:
         """The generated source of the kernel for these arguments."""
+        if self._eager is not None:
+            return self._eager.kernel_for(args, kwargs, self._compile_func)[0].get_kernel_source()
         return self(*args, **kwargs).get_kernel_source()
 
     def __call__(self, *args, **kwargs):
+        if self._eager is not None:  # compiles (once per binding) and runs; returns the outputs
+            return self._eager(args, kwargs, self._compile_func)
         key = (args, tuple(sorted(kwargs.items())))
         try:
             hash(key)

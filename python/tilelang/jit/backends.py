@@ -199,7 +199,8 @@ class CudaBackend:
     device = "cuda"
 
     def compiler_id(self) -> str:
-        return _C.nvrtc_id()
+        from ..engine.callback import cuda_postproc_identity
+        return _C.nvrtc_id() + cuda_postproc_identity()
 
     FILES = ("kernel.cubin", "kernel.cu")  # of a cache entry
 
@@ -213,7 +214,8 @@ class CudaBackend:
                                           lowered.lowering_report(), prim_func.params), "disk"
                 except (TileLangError, OSError):
                     pass  # built again below
-            source = _C.codegen(lowered, target)
+            from ..engine.callback import apply_cuda_postproc
+            source = apply_cuda_postproc(_C.codegen(lowered, target), target)
             arch = target.split("-arch=")[1].split()[0]
             # tl.enable_fast_math: approximate division, square roots and exponentials (off by
             # default, as upstream).
@@ -226,7 +228,10 @@ class CudaBackend:
             return CudaExecutable(infos, cubin, source, lowered.lowering_report(), prim_func.params), None
 
 
-def backend_for(target: str):
+def backend_for(target: str, prim_func=None):
+    if prim_func is not None and prim_func.source_kernel is not None:  # T.CUDASourceCodeKernel
+        from .source_kernel import SourceKernelBackend
+        return SourceKernelBackend(prim_func, target)
     if target.startswith("cuda"):
         return CudaBackend()
     if target.startswith("webgpu"):
@@ -239,6 +244,9 @@ def resolve_target(target) -> str:
     """The canonical target string; "auto" is a GPU when one is usable, else the CPU, and
     "cuda" without an architecture takes the device's."""
     text = target if isinstance(target, str) else str(target)
+    if text.strip() == "auto":  # TILELANG_TARGET, as upstream, else the device there is
+        import os
+        text = os.environ.get("TILELANG_TARGET", "").strip() or "auto"
     if text.strip() == "auto":
         text = "cuda" if _C.cuda_device_available() else "cpu"
     canonical = _C.normalise_target(text)

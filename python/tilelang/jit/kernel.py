@@ -192,6 +192,11 @@ class JITKernel:
         if not isinstance(func, PrimFunc):
             raise TypeError(f"tilelang.compile expects a @T.prim_func, got {type(func).__name__}")
         self.prim_func = func
+        if func.out_idx is not None:  # outputs declared with T.empty and returned
+            if out_idx is not None:
+                raise ValueError("Out index conflict: out_idx is specified and prim_func have returned `T.empty` "
+                                 "tensors")
+            out_idx = func.out_idx
         # A bad target is the compile call's mistake: its error points there, not at the
         # kernel's last parsed line.
         _C.set_span(*_user_location(), 0)
@@ -213,7 +218,7 @@ class JITKernel:
     # ------------------------------------------------------------------ compile
     def _compile(self):
         t0 = time.perf_counter()
-        self._backend = backend_for(self.target)
+        self._backend = backend_for(self.target, self.prim_func)
         parts = {
             "ir": self.prim_func.script(),
             "ir_hash": self.prim_func.handle.structural_hash(),
@@ -247,6 +252,8 @@ class JITKernel:
         self._scalar_rules = [scalar_rule(p.dtype) if p.kind == "scalar" else None for p in self.params]
         # The buffers a call must be able to write: those the kernel writes, and outputs.
         self._written = set(self.prim_func.handle.written_params()) | set(self.out_idx)
+        if self.prim_func.source_kernel is not None:  # CUDA source: any buffer may be written
+            self._written |= {i for i, p in enumerate(self.params) if p.kind == "buffer"}
         # The fast path (see _signature): parameter positions of the arguments, with and
         # without the outputs given.
         takes_arrays = getattr(self._backend, "takes_arrays", False)
@@ -440,18 +447,31 @@ class JITKernel:
         """The generated source of the kernel."""
         return self._source
 
-    def get_lowering_report(self) -> str:
+    def get_lowering_report(self, pictures=None) -> str:
         """What the compiler decided, one line each: the instruction every T.gemm runs on (and
         why not the tensor cores, when not), each T.Pipelined loop's schedule, the shared
         buffers it swizzled; on CUDA, per kernel, the registers, spills and shared memory
-        read from the compiled binary."""
-        return self._executable.lowering_report()
+        read from the compiled binary. With pictures (a directory), also writes a PNG of each
+        fragment's thread mapping and of each swizzled shared buffer there, and lists them."""
+        report = self._executable.lowering_report()
+        if pictures is None:
+            return report
+        from ..tools.lowering_pictures import write_pictures
+        return report + write_pictures(self, pictures)
+
+    def torch_op(self, name=None):
+        """This kernel as a torch.library custom operator named name ("namespace::op"),
+        traceable by torch.compile(fullgraph=True); see tilelang.jit.torch_op."""
+        from .torch_op import register_torch_op
+        return register_torch_op(self, name)
 
     def get_host_source(self) -> str:
         return self._source
 
     def show_source(self):
         print(self._source)
+
+    print_source_code = show_source  # upstream's name
 
     def show_ir(self):
         print(self.prim_func.script())

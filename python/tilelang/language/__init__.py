@@ -1,18 +1,23 @@
 """The kernel language: `import tilelang.language as T`."""
 from __future__ import annotations
 
+from ..layout.maps import Fragment, Layout
 from ..parser.parser import Macro, macro
-from .alloc import alloc_fragment, alloc_local, alloc_reducer, alloc_shared, alloc_var
-from .hopper import (alloc_barrier, dec_max_nreg, fence_proxy_async, inc_max_nreg, mbarrier_arrive,
+from . import fp8  # noqa: F401 - tilelang.language.fp8
+from .eager import empty
+from .alloc import alloc_fragment, alloc_global, alloc_local, alloc_reducer, alloc_shared, alloc_var, reshape, view
+from .extern import CUDASourceCodeKernel, access_ptr, call_extern, import_source, reinterpret
+from ..layout import Fragment, Layout
+from .hopper import (alloc_barrier, barrier_arrive, barrier_wait, dec_max_nreg, sync_threads, fence_proxy_async, inc_max_nreg, mbarrier_arrive,
                      mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity, set_max_nreg)
 from .kernel import Kernel, get_thread_binding, get_thread_bindings, use_swizzle, wait_wgmma
-from .loops import Parallel, Pipelined, Serial, serial, unroll, vectorized
+from .loops import Parallel, Pipelined, Serial, serial, thread_binding, unroll, vectorized
 from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil, ceildiv, const, cos, erf,
                    exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, isinf, isnan,
                    log, log1p, log2, log10, max, max_value, min, min_value, pow, round, rsqrt, sigmoid, sin,
                    sqrt, tan, tanh, trunc, truncdiv, truncmod)
 from .prim_func import prim_func
-from .tile_ops import (annotate_layout, atomic_add, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm, print,
+from .tile_ops import (annotate_layout, atomic_add, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm, print, wgmma_gemm,
                        reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
 from .types import (Buffer, GemmWarpPolicy, StridedTensor, Tensor, bfloat16, bool, double, dynamic, float,
                     dtype, float4_e2m1fn, float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,

@@ -45,4 +45,29 @@ def alloc_var(dtype, *args, scope="local.var", init=None):
 
 
 def alloc_reducer(shape, dtype, op="sum", replication=None):
+    """A fragment to reduce into (allocated as T.alloc_fragment(shape, dtype))."""
     return alloc_fragment(shape, dtype)
+
+
+def _unsupported(what, hint):
+    from ..errors import TileLangUnsupportedError
+    raise _builder.error(TileLangUnsupportedError, f"{what} is not supported by this compiler yet", hint)
+
+
+def alloc_global(shape, dtype, scope="global"):
+    """Not supported yet: a device-memory workspace shared by the kernel's blocks needs an
+    allocation made by the launch, which the runtime does not make."""
+    _unsupported("T.alloc_global", "allocate the workspace on the host and pass it as a parameter (or declare an "
+                 "output with T.empty)")
+
+
+def reshape(src, shape):
+    """Not supported yet: a buffer viewed with another shape needs aliasing buffers in the IR."""
+    _unsupported("T.reshape", "index the buffer with the arithmetic of the other shape, or pass the tensor "
+                 "reshaped on the host")
+
+
+def view(src, shape=None, dtype=None):
+    """Not supported yet (see T.reshape)."""
+    _unsupported("T.view", "index the buffer with the arithmetic of the other shape, or pass the tensor viewed "
+                 "on the host")

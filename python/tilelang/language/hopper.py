@@ -103,3 +103,48 @@ def inc_max_nreg(reg_count: int):
 def dec_max_nreg(reg_count: int):
     """T.set_max_nreg(reg_count, 0)."""
     set_max_nreg(reg_count, 0)
+
+
+def barrier_wait(barrier_id, parity=None):
+    """Upstream's spelling of T.mbarrier_wait_parity(barrier_id, parity)."""
+    if parity is None:
+        raise _builder.error(_builder.error_cls("TileLangTypeError"),
+                             "T.barrier_wait: the parity to wait for (0 or 1) must be given",
+                             "T.barrier_wait(barrier, parity)")
+    mbarrier_wait_parity(barrier_id, parity)
+
+
+def barrier_arrive(barrier_id):
+    """Upstream's spelling of T.mbarrier_arrive(barrier_id)."""
+    mbarrier_arrive(barrier_id)
+
+
+def sync_threads(barrier_id=None, arrive_count=None):
+    """A barrier of the block's threads (__syncthreads) or, with barrier_id (1-15), the
+    named barrier of that id over arrive_count threads (all of the block's by default;
+    a multiple of 32): bar.sync id, count. Named barriers let some warps wait for each
+    other while the others go on, e.g. the consumer warpgroups of a specialised kernel.
+    The compiler adds no block-wide barrier where one of these already orders the shared
+    accesses: the threads that synchronise by hand choose which of them wait."""
+    b = _builder.require("T.sync_threads")
+    if barrier_id is None:
+        if arrive_count is not None:
+            raise _builder.error(_builder.error_cls("TileLangTypeError"),
+                                 "T.sync_threads: arrive_count needs a barrier_id", "T.sync_threads(barrier_id, count)")
+        _stmt("sync_threads", [])
+        return
+    bid = _int("sync_threads", "barrier_id", barrier_id)
+    if not 1 <= bid <= 15:
+        raise _builder.error(_builder.error_cls("TileLangShapeError"),
+                             f"T.sync_threads: barrier_id must be in 1..15 (0 is the block-wide barrier), got {bid}")
+    if not b.kernels:
+        raise _builder.error(_builder.error_cls("TileLangSyntaxError"), "T.sync_threads is used outside a T.Kernel block")
+    threads = 1
+    for t in b.kernels[-1][1]:
+        threads *= int(t)
+    count = threads if arrive_count is None else _int("sync_threads", "arrive_count", arrive_count)
+    if count < 32 or count % 32 or count > threads:
+        raise _builder.error(_builder.error_cls("TileLangShapeError"),
+                             f"T.sync_threads: arrive_count must be a multiple of 32 in 32..{threads} "
+                             f"(the block's threads), got {count}")
+    _stmt("named_barrier_sync", [_C.const(bid, "int32"), _C.const(count, "int32")])

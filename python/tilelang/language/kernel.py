@@ -58,6 +58,7 @@ def get_thread_binding(dim: int = 0):
 
 
 def get_thread_bindings():
+    """The thread index variables of the innermost T.Kernel (x, y, z as given)."""
     b = _builder.require("T.get_thread_bindings")
     return list(b.kernels[-1][0])
 

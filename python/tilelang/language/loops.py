@@ -56,9 +56,24 @@ def serial(*args, annotations=None):
 Serial = serial  # the capitalised spelling, as T.Parallel / T.Pipelined
 
 
+def thread_binding(start, stop=None, thread=None, annotations=None):
+    """`for tx in T.thread_binding(128, thread="threadIdx.x")`: the loop's variable is the
+    thread index of the enclosing T.Kernel along that axis (no loop is made). The range must
+    be the kernel's whole thread extent on the axis: 0 to threads[d]."""
+    if thread is None and isinstance(stop, str):
+        stop, thread = None, stop
+    if thread not in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
+        raise TypeError(f"T.thread_binding: thread must be 'threadIdx.x', 'threadIdx.y' or 'threadIdx.z', got {thread!r}"
+                        " (block indices are the names T.Kernel binds)")
+    rng = (0, start) if stop is None else (start, stop - start)
+    return LoopSpec("thread_binding", [rng], {"thread": thread})
+
+
 def unroll(*args, explicit=False, unroll_factor=None, annotations=None):
+    """A loop the compiler unrolls: T.unroll(stop) or T.unroll(start, stop)."""
     return LoopSpec("unroll", [_range(args, "T.unroll")])
 
 
 def vectorized(*args, annotations=None):
+    """A loop run as vector operations: T.vectorized(stop) or T.vectorized(start, stop)."""
     return LoopSpec("vectorized", [_range(args, "T.vectorized")])

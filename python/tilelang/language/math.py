@@ -8,6 +8,7 @@ import math as _pymath
 from .. import _C
 from ..dtypes import canonical
 from ..ir import const_value, is_expr
+from .eager import const  # noqa: F401 - T.const(3) and T.const("M, N")
 
 
 def _any_expr(*xs):
@@ -46,20 +47,24 @@ isinf = _unary("isinf")
 
 
 def abs(x):  # noqa: A001
+    """`|x|`, the absolute value (a Python number stays a Python number)."""
     if not is_expr(x):
         return builtins.abs(x)
     return _C.call("abs", [x])
 
 
 def pow(x, y):  # noqa: A001
+    """x raised to the power y."""
     return _C.call("pow", [x, y])
 
 
 def fmod(x, y):
+    """The floating-point remainder of x / y, with the sign of x (C's fmod)."""
     return _C.call("fmod", [x, y])
 
 
 def max(a, b, *rest):  # noqa: A001
+    """The largest of two or more values (Python numbers fold to a Python number)."""
     out = builtins.max(a, b) if not _any_expr(a, b) else _C.binary("max", a, b)
     for r in rest:
         out = max(out, r)
@@ -67,6 +72,7 @@ def max(a, b, *rest):  # noqa: A001
 
 
 def min(a, b, *rest):  # noqa: A001
+    """The smallest of two or more values (Python numbers fold to a Python number)."""
     out = builtins.min(a, b) if not _any_expr(a, b) else _C.binary("min", a, b)
     for r in rest:
         out = min(out, r)
@@ -81,20 +87,24 @@ def ceildiv(a, b):
 
 
 def floordiv(a, b):
+    """a / b rounded toward negative infinity (Python's //)."""
     return a // b if not _any_expr(a, b) else _C.binary("floordiv", a, b)
 
 
 def floormod(a, b):
+    """The remainder of floordiv, with the sign of b (Python's %)."""
     return a % b if not _any_expr(a, b) else _C.binary("floormod", a, b)
 
 
 def truncdiv(a, b):
+    """a / b rounded toward zero (C's integer division)."""
     if not _any_expr(a, b):
         return int(a / b)
     return _C.binary("div", a, b)
 
 
 def truncmod(a, b):
+    """The remainder of truncdiv, with the sign of a (C's %)."""
     if not _any_expr(a, b):
         return _pymath.fmod(a, b) if isinstance(a, float) or isinstance(b, float) else a - b * int(a / b)
     return _C.binary("mod", a, b)
@@ -106,6 +116,7 @@ def cast(value, dtype):
 
 
 def Cast(dtype, value):
+    """value converted to dtype: T.cast with the dtype first, as upstream spells it."""
     return _C.cast(canonical(dtype), value)
 
 
@@ -120,38 +131,42 @@ Select = if_then_else
 
 
 def And(a, b):
+    """The logical and of two conditions."""
     return _C.binary("and", a, b)
 
 
 def Or(a, b):
+    """The logical or of two conditions."""
     return _C.binary("or", a, b)
 
 
 def Not(a):
+    """The logical negation of a condition."""
     return _C.logical_not(a)
 
 
 def infinity(dtype):
+    """Positive infinity in the floating dtype given."""
     return _C.infinity(canonical(dtype))
 
 
 def max_value(dtype):
+    """The largest finite value of dtype."""
     return _C.max_value(canonical(dtype))
 
 
 def min_value(dtype):
+    """The smallest (most negative) finite value of dtype."""
     return _C.min_value(canonical(dtype))
 
 
-def const(value, dtype="int32"):
-    return _C.const(value, canonical(dtype))
-
-
 def FloatImm(dtype, value):
+    """A floating-point constant of dtype (dtype first, as upstream)."""
     return _C.const(float(value), canonical(dtype))
 
 
 def IntImm(dtype, value):
+    """An integer constant of dtype (dtype first, as upstream)."""
     return _C.const(int(value), canonical(dtype))
 
 

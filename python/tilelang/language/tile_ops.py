@@ -84,6 +84,18 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
     _emit("gemm", regions, (), attrs)
 
 
+def wgmma_gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square, clear_accum=False):
+    """T.gemm on Hopper's wgmma and nothing else, left in flight: no wait is emitted after
+    it (pair it with T.wait_wgmma before C is read). Where wgmma cannot take the operands
+    (target, tile, threads, dtypes), compilation fails with the reason instead of falling
+    back to mma.sync."""
+    regions = [_as_region(x, None, "T.wgmma_gemm", role) for x, role in ((A, "A"), (B, "B"), (C, "C"))]
+    attrs = {"transpose_A": int(bool(transpose_A)), "transpose_B": int(bool(transpose_B)),
+             "clear_accum": int(bool(clear_accum)), "policy": int(policy), "k_pack": 1,
+             "wg_wait": -1, "require_wgmma": 1}
+    _emit("gemm", regions, (), attrs)
+
+
 def _dim(dim, rank, what, buf):
     """dim normalised to [0, rank); out of range is an error that quotes the dim given."""
     if isinstance(dim, bool) or not isinstance(dim, int):
@@ -103,22 +115,27 @@ def _reduce(kind, buffer, out, dim, clear):
 
 
 def reduce_max(buffer, out, dim=-1, clear=True):
+    """out = the maximum of buffer along dim; with clear=False, combined with what out holds."""
     _reduce("max", buffer, out, dim, clear)
 
 
 def reduce_min(buffer, out, dim=-1, clear=True):
+    """out = the minimum of buffer along dim; with clear=False, combined with what out holds."""
     _reduce("min", buffer, out, dim, clear)
 
 
 def reduce_sum(buffer, out, dim=-1, clear=True):
+    """out = the sum of buffer along dim; with clear=False, added to what out holds."""
     _reduce("sum", buffer, out, dim, clear)
 
 
 def reduce_abssum(buffer, out, dim=-1, clear=True):
+    """out = the sum of `|buffer|` along dim; with clear=False, added to what out holds."""
     _reduce("abssum", buffer, out, dim, clear)
 
 
 def reduce_absmax(buffer, out, dim=-1, clear=True):
+    """out = the maximum of `|buffer|` along dim; with clear=False, combined with what out holds."""
     _reduce("absmax", buffer, out, dim, clear)
 
 
@@ -147,10 +164,12 @@ def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
 
 
 def atomic_max(dst, value, memory_order=None, return_prev=False):
+    """dst = max(dst, value) atomically (an element, or element-wise over a region)."""
     _atomic("max", dst, value)
 
 
 def atomic_min(dst, value, memory_order=None, return_prev=False):
+    """dst = min(dst, value) atomically (an element, or element-wise over a region)."""
     _atomic("min", dst, value)
 
 

@@ -57,10 +57,14 @@ def dynamic(name: str, dtype: str = "int32"):
 
 
 def symbolic(name: str, dtype: str = "int32"):
+    """The same as T.dynamic: a dimension known only at call time."""
     return dynamic(name, dtype)
 
 
 class GemmWarpPolicy:
+    """How T.gemm spreads its warps over the output tile: Square (the most square warp
+    tiles), FullRow (every warp splits the rows, M), FullCol (every warp splits the columns, N)."""
+
     Square = 0
     FullRow = 1
     FullCol = 2

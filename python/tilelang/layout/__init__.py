@@ -7,6 +7,8 @@ of 16-byte chunks that fits its rows (the compiler already swizzles T.gemm's sha
 operands; this asks for the same on other shared tiles, e.g. an epilogue's)."""
 from __future__ import annotations
 
+from .maps import Fragment, Layout
+
 
 class SwizzledLayout:
     """The request to store a shared buffer swizzled."""
@@ -22,4 +24,4 @@ def make_swizzled_layout(buffer, k_major: bool = True, allow_pad: bool = True):
     return SwizzledLayout(buffer)
 
 
-__all__ = ["make_swizzled_layout", "SwizzledLayout"]
+__all__ = ["make_swizzled_layout", "SwizzledLayout", "Layout", "Fragment"]

@@ -41,6 +41,9 @@ class Builder:
         self.kernels = []  # stack of (thread_vars, threads) of enclosing T.Kernel blocks
         self.pending_name = None  # name an alloc_* result is about to be bound to
         self.line = 0
+        self.outputs = []  # buffers made by T.empty: parameters the call allocates and returns
+        self.eager = None  # parser.eager.EagerState while an eager @tilelang.jit function is parsed
+        self.source_kernel = None  # language.extern.SourceKernel: the body is CUDA source
 
     # -- frames
     def push(self) -> Frame:

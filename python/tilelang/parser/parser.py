@@ -205,6 +205,9 @@ class Parser:
 
     def stmt_AnnAssign(self, node):
         if node.value is None:
+            eager = self.builder.eager
+            if eager is not None and isinstance(node.target, ast.Name) and node.target.id in eager.pending:
+                eager.declare(self, node)  # `A: T.Tensor((M, K), dtype)`: a parameter's type
             return
         value = self.ev(node.value)
         ann = self.ev(node.annotation)
@@ -266,6 +269,8 @@ class Parser:
             raise self.error(TileLangSyntaxError, "'return' inside a kernel body", node,
                              "a kernel runs to its end: put the remaining work under an `if` instead of "
                              "returning early")
+        if self.builder.eager is not None and self.builder.eager.reading_signature:
+            raise _Return(None)  # what it returns may be made in a kernel body, not parsed then
         raise _Return(None if node.value is None else self.ev(node.value))
 
     def stmt_Break(self, node):
@@ -276,6 +281,9 @@ class Parser:
 
     def stmt_Assert(self, node):
         cond = self.ev(node.test)
+        if is_expr(cond) and cond.kind != "IntImm" and self.builder.eager is not None \
+                and self.builder.eager.reading_signature:
+            return  # shapes are symbols while an eager function's signature is read
         if is_expr(cond) and cond.kind != "IntImm":
             raise self.error(TileLangSyntaxError, "assert on a kernel value is not supported", node,
                              "assert only on Python values (shapes, tile sizes) at parse time")
@@ -341,6 +349,9 @@ class Parser:
             raise self.error(TileLangTypeError,
                              f"{len(spec.ranges)} loop extent(s) but {len(names)} loop variable(s)", node,
                              f"write `for {', '.join('i%d' % k for k in range(len(spec.ranges)))} in ...`")
+        if spec.kind == "thread_binding":
+            self.thread_bound_block(node, names[0], spec)
+            return
         loop_vars = []
         for name, (mn, ext) in zip(names, spec.ranges):
             dtype = "int64" if "int64" in (getattr(mn, "dtype", ""), getattr(ext, "dtype", "")) else "int32"
@@ -354,6 +365,25 @@ class Parser:
         if node.orelse:
             raise self.error(TileLangSyntaxError, "for ... else in a kernel loop", node)
         self.builder.emit(body)
+
+    def thread_bound_block(self, node, name, spec):
+        """The body of `for tx in T.thread_binding(n, thread="threadIdx.x")`, once, with tx the
+        thread index: n must be the kernel's thread extent on that axis."""
+        from ..errors import TileLangUnsupportedError
+        if not self.builder.kernels:
+            raise self.error(TileLangSyntaxError, "T.thread_binding is used outside a T.Kernel block", node)
+        dim = "xyz".index(spec.attrs["thread"][-1])
+        threads = self.builder.kernels[-1][1]
+        (start, extent), = spec.ranges
+        have = threads[dim] if dim < len(threads) else 1
+        if not (isinstance(start, int) and start == 0 and isinstance(extent, int) and extent == have):
+            raise self.error(TileLangUnsupportedError,
+                             f"T.thread_binding over [{start}, {start} + {extent}) on {spec.attrs['thread']}, but the "
+                             f"kernel has {have} thread(s) on that axis", node,
+                             f"bind the whole axis: T.thread_binding({have}, thread=\"{spec.attrs['thread']}\")")
+        if node.orelse:
+            raise self.error(TileLangSyntaxError, "for ... else in a kernel loop", node)
+        self.builder.emit(self.ir_block(node.body, {name: _C.call("thread_index", [dim])}))
 
     def loop_spec(self, iter_node):
         """(LoopSpec, None) for a kernel loop, (None, iterable) for a loop over Python values.
@@ -396,6 +426,8 @@ class Parser:
             raise self.error(TileLangSyntaxError, "the only with-block in a kernel is `with T.Kernel(...)`", node)
         if self.builder.kernels:
             raise self.error(TileLangSyntaxError, "T.Kernel blocks cannot be nested", node)
+        if self.builder.eager is not None and self.builder.eager.reading_signature:
+            return  # the signature is known before the kernel body, which needs the shapes' values
         default_names = ["bx", "by", "bz"]
         names = _target_names(item.optional_vars) if item.optional_vars is not None else []
         if names is None:
@@ -668,6 +700,7 @@ class Macro:
 
 
 def macro(fn=None, *, hygienic=True):
+    """A helper whose body is inlined into the kernel that calls it, evaluated at the call."""
     if fn is None:
         return lambda f: Macro(f)
     return Macro(fn)

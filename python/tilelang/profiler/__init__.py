@@ -98,7 +98,7 @@ class Profiler:
 
     def assert_allclose(self, reference_program, input_tensors=None, atol=1e-2, rtol=1e-2, max_mismatched_ratio=0.01):
         """Runs reference_program and the kernel on the same inputs and asserts that every
-        output is close: |ours - ref| <= atol + rtol * |ref| for all but a fraction
+        output is close: `|ours - ref| <= atol + rtol * |ref|` for all but a fraction
         max_mismatched_ratio of the elements (tilelang.utils.torch_assert_close; dtypes may
         differ)."""
         from ..utils.tensor import torch_assert_close
@@ -132,7 +132,7 @@ def _host(x):
 
 
 def assert_close(ours, ref, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.0):
-    """Raises AssertionError unless |ours - ref| <= atol + rtol * |ref| everywhere but in at
+    """Raises AssertionError unless `|ours - ref| <= atol + rtol * |ref|` everywhere but in at
     most max_mismatched_ratio of the elements."""
     a = _host(ours).astype(np.float64)
     b = _host(ref).astype(np.float64)

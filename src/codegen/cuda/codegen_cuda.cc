@@ -16,7 +16,8 @@
 // Vectorized loops: the lowering emits a Vectorized loop only when the accesses are
 // aligned to the vector width, so a loop that is exactly `dst[base + v] = src[base2 + v]`
 // (same dtype, 4, 8 or 16 bytes in all) becomes one access through uint32_t / uint2 /
-// uint4; any other Vectorized loop is an unrolled scalar loop.
+// uint4, and `dst[base + v] = cast(fragment[base2 + v])` converts the lanes into an aligned
+// array stored as one such access; any other Vectorized loop is an unrolled scalar loop.
 #include "codegen/cuda/codegen_cuda.h"
 
 #include <algorithm>
@@ -596,6 +597,11 @@ class CodeGenCUDA : public Emitter {
            op == "wait_wgmma";
   }
 
+  Code float_min_max(bool is_max, DataType t, const Code& a, const Code& b, Span span) override {
+    if (t != DataType::Float(32)) return Emitter::float_min_max(is_max, t, a, b, span);
+    return {std::string(is_max ? "tl::max_nan(" : "tl::min_nan(") + a.text + ", " + b.text + ")"};
+  }
+
   Code emit_call(const CallNode* n) override {
     const std::string& op = n->op;
     Span sp = n->span;
@@ -792,8 +798,9 @@ class CodeGenCUDA : public Emitter {
     const int64_t* lanes = const_int(n->extent);
     auto* store = as<BufferStoreNode>(n->body);
     if (!lanes || !store) return false;
-    auto* load = as<BufferLoadNode>(store->value);
-    if (!load || load->buffer->dtype != store->buffer->dtype) return false;
+    auto* cast = as<CastNode>(store->value);
+    auto* load = as<BufferLoadNode>(cast ? cast->value : store->value);
+    if (!load || (!cast && load->buffer->dtype != store->buffer->dtype)) return false;
     int64_t bytes = *lanes * store->buffer->dtype.bytes();
     const char* vec = bytes == 4 ? "uint32_t" : bytes == 8 ? "uint2" : bytes == 16 ? "uint4" : nullptr;
     if (!vec || store->buffer->dtype.is_sub_byte() || store->buffer->dtype.lanes != 1) return false;
@@ -819,8 +826,24 @@ class CodeGenCUDA : public Emitter {
     auto src_idx = first_lane(load->buffer, load->indices);
     if (!dst_idx || !src_idx) return false;
     std::string dst = element(store->buffer, *dst_idx, store->span);
-    std::string src = element(load->buffer, *src_idx, load->span);
     std::string v_t = vec;
+    if (cast) {
+      // Converted lane by lane into an aligned array, stored as one vector.
+      std::string t = ctype(store->buffer->dtype, store->span, "the stored value");
+      std::string tmp = names_.fresh("tl_vec");
+      line("{");
+      ++indent_;
+      line("alignas(" + std::to_string(bytes) + ") " + t + " " + tmp + "[" + std::to_string(*lanes) + "];");
+      for (int64_t lane = 0; lane < *lanes; ++lane) {
+        Expr value = substitute(store->value, {{v, add(n->min, make_int(lane))}});
+        line(tmp + "[" + std::to_string(lane) + "] = " + convert(value, store->buffer->dtype).text + ";");
+      }
+      line("*reinterpret_cast<" + v_t + "*>(&" + dst + ") = *reinterpret_cast<const " + v_t + "*>(" + tmp + ");");
+      --indent_;
+      line("}");
+      return true;
+    }
+    std::string src = element(load->buffer, *src_idx, load->span);
     line("*reinterpret_cast<" + v_t + "*>(&" + dst + ") = *reinterpret_cast<const " + v_t + "*>(&" + src +
          ");");
     return true;

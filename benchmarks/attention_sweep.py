@@ -1,0 +1,90 @@
+"""FlashAttention-forward sweep in the plain TileLang dialect (tests/python/kernels/
+attention.py, the upstream-style kernel: T.gemm, T.reduce_max/sum, T.Pipelined), run
+unchanged by whichever `tilelang` package is importable, so this project and upstream
+TileLang (in a separate process) compile the same source with the same configurations.
+Prints JSON lines in gemm_sweep.py's format; benchmarks/hopper_table.py joins the runs.
+
+    python3 benchmarks/attention_sweep.py --label ours [--refs]
+
+--refs also measures torch SDPA with the cuDNN back end on the same inputs.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import triton
+
+import tilelang
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+from kernels.attention import flash_attention_fwd  # noqa: E402
+
+# (block_M, block_N, num_stages, threads): the same list for every implementation.
+CONFIGS = [(64, 64, 2, 128), (128, 64, 2, 256), (128, 128, 2, 256), (128, 128, 1, 256)]
+# (batch, heads, seq, dim, causal)
+SHAPES = [(4, 16, 4096, 128, False), (4, 16, 4096, 128, True), (4, 16, 4096, 64, False),
+          (4, 16, 4096, 64, True), (1, 32, 8192, 128, False)]
+
+
+def emit(**kw):
+    print(json.dumps(kw), flush=True)
+
+
+def rel_err(a, b):
+    a, b = a.double(), b.double()
+    return float((a - b).norm() / b.norm())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--label", required=True)
+    ap.add_argument("--refs", action="store_true")
+    args = ap.parse_args()
+    os.environ["TILELANG_DISABLE_CACHE"] = "1"
+    if hasattr(tilelang, "disable_cache"):
+        tilelang.disable_cache()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    bench = lambda fn: triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")  # noqa: E731
+    for b, h, s, d, causal in SHAPES:
+        torch.manual_seed(0)
+        q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.float16) for _ in range(3))
+        qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))  # SDPA's native layout
+
+        def sdpa():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+
+        expected = sdpa().transpose(1, 2)
+        flops = 4 * b * h * s * s * d * (0.5 if causal else 1.0)
+        kind = f"fa fwd d{d}{' causal' if causal else ''}"
+        shape = f"b{b} h{h} s{s}"
+        for cfg in CONFIGS:
+            bm, bn, stages, threads = cfg
+            try:
+                t0 = time.perf_counter()
+                kern = tilelang.compile(flash_attention_fwd(b, h, s, d, causal, block_M=bm, block_N=bn,
+                                                            num_stages=stages, threads=threads),
+                                        out_idx=[-1], target="cuda")
+                compile_s = time.perf_counter() - t0
+                err = rel_err(kern(q, k, v), expected)
+                ms = bench(lambda: kern(q, k, v))
+            except Exception as e:  # a configuration that fails is reported, not fatal
+                emit(label=args.label, dtype=kind, shape=shape, cfg=list(cfg), error=str(e).splitlines()[0][:160])
+                continue
+            emit(label=args.label, dtype=kind, shape=shape, cfg=list(cfg), tflops=flops / ms / 1e9, err=err,
+                 compile_s=compile_s)
+            dump = os.environ.get("ATTENTION_SWEEP_DUMP")
+            if dump and d == 128 and not causal and cfg == (128, 128, 2, 256) and not os.path.exists(dump):
+                with open(dump, "w") as f:
+                    f.write(kern.get_kernel_source())
+        if args.refs:
+            emit(label="cuDNN SDPA", dtype=kind, shape=shape, cfg=None, tflops=flops / bench(sdpa) / 1e9, err=0.0)
+        del q, k, v, qt, kt, vt
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""Layout and Fragment: index maps a person can build, inspect and picture.
+
+    L = T.Layout([8, 64], lambda i, j: [i, j ^ (i % 8)])                 # element -> position
+    F = T.Fragment([16, 8], forward_thread_fn=lambda i, j: (i % 8) * 4 + j // 2,
+                   forward_index_fn=lambda i, j: (i // 8) * 2 + j % 2)   # element -> (thread, slot)
+
+The functions are evaluated on every element of the (constant) shape when the object is
+made: each is a table, exact whatever Python arithmetic the function uses. The layouts
+the compiler infers for a kernel come as the same objects
+(tilelang.tools.kernel_layouts), from the compiler's own tables.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+__all__ = ["Layout", "Fragment"]
+
+
+def _shape(shape):
+    try:
+        dims = [int(d) for d in shape]
+    except TypeError as e:
+        raise TypeError(f"a layout's shape must be a list of constant extents, got {shape!r}") from e
+    if not dims or any(d <= 0 for d in dims):
+        raise ValueError(f"a layout's shape must have positive extents, got {list(shape)}")
+    return dims
+
+
+def _as_list(value):
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _int(value, what):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an integer, got {value!r} ({type(value).__name__}); "
+                        "layout functions are evaluated on Python ints")
+    return int(value)
+
+
+class Layout:
+    """A map from every index of a logical tile to a physical position.
+
+    shape: the tile's extents; `forward_fn(*indices)` gives the position (an int or a list of ints).
+    element_bits, when given, is the width of an element in bits: pictures then show the
+    shared-memory bank of each element."""
+
+    def __init__(self, shape, forward_fn, element_bits=None, name=None):
+        if not callable(forward_fn):
+            raise TypeError(f"Layout: forward_fn must be callable, got {type(forward_fn).__name__}")
+        self._input_shape = _shape(shape)
+        table = None
+        for index in itertools.product(*[range(d) for d in self._input_shape]):
+            out = [_int(v, f"forward_fn{index}") for v in _as_list(forward_fn(*index))]
+            if table is None:
+                table = np.empty(self._input_shape + [len(out)], dtype=np.int64)
+            table[index] = out
+        self._init(table, element_bits, name)
+
+    def _init(self, table, element_bits, name):
+        self._table = table
+        self.element_bits = element_bits
+        self.name = name
+        self._output_shape = [int(table[..., k].max()) + 1 for k in range(table.shape[-1])]
+
+    @classmethod
+    def from_table(cls, positions, element_bits=None, name=None) -> "Layout":
+        """A layout from its table: positions[index...] is the position (an int array of the
+        tile's shape, or of the shape plus one axis for several output coordinates)."""
+        table = np.asarray(positions, dtype=np.int64)
+        if table.ndim == 0:
+            raise ValueError("a layout's table needs at least one dimension")
+        self = cls.__new__(cls)
+        self._input_shape = list(table.shape)
+        self._init(table[..., None], element_bits, name)
+        return self
+
+    def get_input_shape(self):
+        return list(self._input_shape)
+
+    def get_output_shape(self):
+        return list(self._output_shape)
+
+    def map_forward_index(self, indices):
+        """The position of the element at indices (a list of ints)."""
+        return [int(v) for v in self._table[self._check(indices)]]
+
+    def offsets(self) -> np.ndarray:
+        """The flat (row-major over the output shape) position of every element."""
+        flat = np.zeros(self._input_shape, dtype=np.int64)
+        for k, extent in enumerate(self._output_shape):
+            flat = flat * extent + self._table[..., k]
+        return flat
+
+    def _check(self, indices):
+        idx = tuple(_int(v, "an index") for v in indices)
+        if len(idx) != len(self._input_shape) or any(not 0 <= v < d for v, d in zip(idx, self._input_shape)):
+            raise IndexError(f"index {list(idx)} is outside the layout's shape {self._input_shape}")
+        return idx
+
+    def __repr__(self):
+        label = f"{self.name}: " if self.name else ""
+        return f"Layout({label}{self._input_shape} -> {self._output_shape})"
+
+
+class Fragment:
+    """How a tile held in registers is spread over threads: element -> (thread, slot).
+
+    As upstream: `forward_fn(*indices[, rep])` gives `(thread, index)`, or
+    `forward_thread_fn(*indices[, rep])` gives the thread and `forward_index_fn(*indices)`
+    the index; the replicate copies of each element (rep in [0, replicate)) sit in
+    different threads at the same slot."""
+
+    def __init__(self, shape, forward_fn=None, forward_thread_fn=None, replicate=1, forward_index_fn=None,
+                 name=None):
+        dims = _shape(shape)
+        replicate = _int(replicate, "replicate")
+        if replicate < 1:
+            raise ValueError(f"replicate must be at least 1, got {replicate}")
+        if forward_fn is None and forward_thread_fn is None:
+            raise TypeError("Fragment needs forward_fn, or forward_thread_fn (with forward_index_fn)")
+        for what, fn in (("forward_fn", forward_fn), ("forward_thread_fn", forward_thread_fn),
+                         ("forward_index_fn", forward_index_fn)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"Fragment: {what} must be callable, got {type(fn).__name__}")
+        thread = np.empty([replicate] + dims, dtype=np.int64)
+        local = np.zeros(dims, dtype=np.int64)
+        for index in itertools.product(*[range(d) for d in dims]):
+            for rep in range(replicate):
+                extra = (rep,) if replicate > 1 else ()
+                if forward_fn is not None:
+                    found = _as_list(forward_fn(*index, *extra))
+                    if len(found) != 2:
+                        raise TypeError(f"Fragment: forward_fn{index} must give (thread, index), got {found}")
+                    t, slot = found
+                else:
+                    t = forward_thread_fn(*index, *extra)
+                    slot = forward_index_fn(*index) if forward_index_fn is not None else 0
+                thread[(rep,) + index] = _int(_as_list(t)[0], f"the thread of {list(index)}")
+                slot = _int(_as_list(slot)[0], f"the index of {list(index)}")
+                if rep and local[index] != slot:
+                    raise ValueError(f"the copies of element {list(index)} are at different slots "
+                                     f"({int(local[index])} and {slot}); a copy keeps its element's slot")
+                local[index] = slot
+        self._init(thread, local, int(thread.max()) + 1, name)
+
+    def _init(self, thread, local, threads, name):
+        self._thread, self._local = thread, local
+        self._threads = threads
+        self.name = name
+
+    @classmethod
+    def from_table(cls, thread, local, threads=None, name=None) -> "Fragment":
+        """A fragment from its tables: thread[rep, index...] (or thread[index...] for one
+        copy) is the thread holding copy rep of an element, local[index...] its slot."""
+        local = np.asarray(local, dtype=np.int64)
+        thread = np.asarray(thread, dtype=np.int64)
+        if thread.shape == local.shape:
+            thread = thread[None]
+        if thread.shape[1:] != local.shape:
+            raise ValueError(f"thread table of shape {thread.shape} does not match the local table {local.shape}")
+        self = cls.__new__(cls)
+        self._init(thread, local, int(threads) if threads is not None else int(thread.max()) + 1, name)
+        return self
+
+    @property
+    def replicate_size(self) -> int:
+        return int(self._thread.shape[0])
+
+    def get_input_shape(self):
+        return list(self._local.shape)
+
+    def get_thread_size(self) -> int:
+        return self._threads
+
+    def local_size(self) -> int:
+        return int(self._local.max()) + 1
+
+    def map_forward_thread(self, indices):
+        """`[thread]` of an element; with replicate > 1, indices are `[rep, *element]` (upstream's order)."""
+        rep, idx = self._split(indices)
+        return [int(self._thread[(rep,) + idx])]
+
+    def map_forward_index(self, indices):
+        """[slot] of an element (indices as for map_forward_thread)."""
+        _, idx = self._split(indices)
+        return [int(self._local[idx])]
+
+    def threads_of(self) -> np.ndarray:
+        """thread[rep, index...] for every element and copy."""
+        return self._thread.copy()
+
+    def slots_of(self) -> np.ndarray:
+        """local[index...] for every element."""
+        return self._local.copy()
+
+    def _split(self, indices):
+        values = [_int(v, "an index") for v in indices]
+        rep = values.pop(0) if self.replicate_size > 1 else 0
+        shape = self.get_input_shape()
+        if len(values) != len(shape) or any(not 0 <= v < d for v, d in zip(values, shape)) or \
+                not 0 <= rep < self.replicate_size:
+            raise IndexError(f"index {list(indices)} is outside the fragment's shape {shape}"
+                             + (f" (with {self.replicate_size} copies, rep first)" if self.replicate_size > 1 else ""))
+        return rep, tuple(values)
+
+    def __repr__(self):
+        label = f"{self.name}: " if self.name else ""
+        return (f"Fragment({label}{self.get_input_shape()} over {self._threads} threads, "
+                f"{self.local_size()} per thread, replicate {self.replicate_size})")
