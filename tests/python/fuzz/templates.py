@@ -537,7 +537,10 @@ class Pipeline:
 
     def draw(self, rng, target):
         bm, bn = pick(rng, [8, 16, 32]), pick(rng, [8, 16, 32, 64])
+        # dynamic: the trip count is T.ceildiv of a dynamic dimension, known when the kernel
+        # runs (0 for an empty input).
         return dict(trips=pick(rng, [0, 1, 2, 3, 7]), block_M=bm, block_N=bn, N=extent_with_tail(rng, bn),
+                    dynamic=bool(rng.integers(0, 2)),
                     num_stages=pick(rng, [0, 1, 2, 3, 4]), threads=pick(rng, [32, 64, 128, 256]),
                     body=pick(rng, ["parallel", "gemm", "two-copies"]),
                     dtype=dtype_for(rng, target, ["float32", "float16"]))
@@ -545,6 +548,9 @@ class Pipeline:
     def kernel(self, p):
         trips, bm, bn, N, dtype, body = p["trips"], p["block_M"], p["block_N"], p["N"], p["dtype"], p["body"]
         rows = max(trips, 1) * bm
+        if p["dynamic"]:
+            rows = T.dynamic("rows")
+            trips = T.ceildiv(rows, bm)
 
         @T.prim_func
         def pipeline(A: T.Tensor((rows, N), dtype), W: T.Tensor((rows, bm), dtype), Out: T.Tensor((bm, N), "float32")):
@@ -570,7 +576,7 @@ class Pipeline:
         return pipeline
 
     def arguments(self, p, rng):
-        rows = max(p["trips"], 1) * p["block_M"]
+        rows = (p["trips"] if p["dynamic"] else max(p["trips"], 1)) * p["block_M"]
         return [uniform(rng, (rows, p["N"]), p["dtype"]), uniform(rng, (rows, p["block_M"]), p["dtype"]),
                 np.full((p["block_M"], p["N"]), np.nan, np.float32)]
 
