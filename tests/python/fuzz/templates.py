@@ -39,10 +39,19 @@ def pick(rng, options):
 REFUSED_DTYPES = {"webgpu": {"int8", "bfloat16"}}
 
 
+def _refused(target):
+    refused = set(REFUSED_DTYPES.get(target, set()))
+    if target == "webgpu":
+        from tilelang.jit import webgpu
+        if not webgpu._device().has_f16:  # float16 needs the adapter's shader-f16
+            refused.add("float16")
+    return refused
+
+
 def dtype_for(rng, target, options):
     """One of options that target takes."""
-    refused = REFUSED_DTYPES.get(target.split()[0], set())
-    return pick(rng, [d for d in options if d not in refused])
+    refused = _refused(target.split()[0])
+    return pick(rng, [d for d in options if d not in refused] or ["float32"])
 
 
 def extent_with_tail(rng, tile, max_tiles=3):
