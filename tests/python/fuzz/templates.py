@@ -273,6 +273,28 @@ def evaluate(tree, a, b, ops):
     return ops[kind](*args)
 
 
+def evaluate_with_ties(tree, a, b, tie):
+    """(numpy's value of the tree, where it is unsure: a select's two sides differed by
+    less than `tie` relative to their size, or the value depends on such a select)."""
+    kind = tree[0]
+    if kind in ("a", "b"):
+        v = a if kind == "a" else b
+        return v, np.zeros(np.shape(v), bool)
+    if kind == "const":
+        return tree[1], np.zeros((), bool)
+    parts = [evaluate_with_ties(t, a, b, tie) for t in tree[1:]]
+    value = NP_OPS[kind](*(v for v, _ in parts))
+    unsure = np.zeros((), bool)
+    for _, u in parts:
+        unsure = unsure | u
+    if kind == "select":
+        # Sides equal in float64 are equal in the kernel too (max(a, b) against a, say); sides
+        # apart by less than a rounding may compare either way there.
+        x, y = parts[0][0], parts[1][0]
+        unsure = unsure | ((x != y) & (np.abs(x - y) <= tie * (1 + np.abs(x) + np.abs(y))))
+    return value, unsure
+
+
 T_OPS = {"const": lambda v: v, "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
          "max": lambda x, y: T.max(x, y), "min": lambda x, y: T.min(x, y), "abs": lambda x: T.abs(x),
          "exp": lambda x: T.exp(x), "select": lambda x, y: T.if_then_else(x > y, x, y * 0.5)}
@@ -360,8 +382,11 @@ class Elementwise:
         a, b, s = args[0].astype(np.float64), args[1].astype(np.float64), args[2]
         bc = p["broadcast"]
         bb = {"row": b[None, :], "col": b[:, None] if b.ndim == 1 else b, "full": b, "scalar": s}[bc]
-        out = evaluate(self._tree(p), a, np.broadcast_to(bb, a.shape), NP_OPS)
-        return {3: np.broadcast_to(out, a.shape).astype(NP[p["dtype"]]).astype(np.float64)}
+        out, unsure = evaluate_with_ties(self._tree(p), a, np.broadcast_to(bb, a.shape), 4 * EPS[p["dtype"]])
+        out = np.broadcast_to(out, a.shape).astype(NP[p["dtype"]]).astype(np.float64)
+        # Where a select compared two values equal to within rounding, the kernel may take
+        # either branch (it rounds its intermediates, numpy's float64 does not).
+        return {3: np.ma.masked_array(out, mask=np.broadcast_to(unsure, a.shape))}
 
     def tolerance(self, p):
         # Intermediate values stay below ~10 (exp of [-1, 1], three levels); a few roundings.
