@@ -363,6 +363,10 @@ class SoftwarePipeline : public IRMutator {
       if (is_producer[i]) last_staged_.push_back(as<TileOpNode>(stmts[i])->regions[1].buffer->name);
     for (auto& [old, fresh] : staged) staged_[old] = fresh;
     std::string no_tma = why_not_tma(stmts, is_producer);
+    // A constant trip count below 2 has nothing to overlap, and the simplifier removes such
+    // a loop, which the warp-specialised form must keep (its roles are split per loop).
+    if (const int64_t* trips = const_int(loop->extent); trips && *trips < 2)
+      no_tma = "the loop runs " + std::to_string(*trips) + " time(s)";
     last_tma_ = no_tma.empty();
     if (last_tma_) return tma_pipeline(loop, stmts, is_producer, staged, S);
     // On Hopper, cp.async in place of TMA is the slower path.

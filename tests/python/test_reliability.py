@@ -933,3 +933,32 @@ def test_float_indices_are_type_errors():
         with pytest.raises(TileLangTypeError) as e:
             tilelang.lower(main, target=target)
         check_located(e.value, "float_index", "index 0 of buffer 'B' must be an integer", "float32")
+
+
+def test_a_pipeline_of_one_trip_compiles_for_hopper():
+    """A T.Pipelined loop whose constant trip count is 1, in a kernel the TMA producer
+    warpgroup would take: the simplifier removed the loop that warp specialisation splits,
+    and the CUDA code generator met the roles' placeholders (an internal error, found by the
+    fuzzer). Such a loop has nothing to overlap: it is a cp.async pipeline, with the reason."""
+    @T.prim_func
+    def main(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"), C: T.Tensor((64, 64), F32)):
+        with T.Kernel(1, threads=128):
+            As = T.alloc_shared((64, 32), "float16")
+            Bs = T.alloc_shared((32, 64), "float16")
+            Cf = T.alloc_fragment((64, 64), F32)
+            T.clear(Cf)
+            for k in T.Pipelined(1, num_stages=3):
+                T.copy(A[0, k * 32], As)
+                T.copy(B[k * 32, 0], Bs)
+                T.gemm(As, Bs, Cf)
+            T.copy(Cf, C)
+
+    lowered = _C.lower(main.handle, CUDA)
+    assert "not TMA: the loop runs 1 time(s)" in lowered.lowering_report()
+    source = _C.codegen(lowered, CUDA)
+    assert "ws_role" not in source
+    reason = _nvrtc_reason()
+    if reason:
+        pytest.skip(f"NVRTC is not available: {reason}")
+    from tilelang.jit.kernel import _include_dir
+    assert _C.nvrtc_compile(source, "one_trip.cu", "sm_90a", [_include_dir()])[:4] == b"\x7fELF"
