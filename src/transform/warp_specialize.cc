@@ -203,7 +203,7 @@ class Specialize : public IRMutator {
     return std::make_shared<IfThenElseNode>(lt(tx_, c(threads_), st->span), named.mutate(st), nullptr, st->span);
   }
 
-  // init; barrier; if tx < T: consumers else: producer.
+  // [if tx < T: what comes before the loop]; init; barrier; if tx < T: consumers else: producer.
   Stmt specialised(const std::vector<Stmt>& before, const AllocateNode* bars, const std::vector<Stmt>& after) {
     done_ = true;
     auto* inner = as<SeqStmtNode>(bars->body);
@@ -212,7 +212,6 @@ class Specialize : public IRMutator {
     std::vector<Stmt> prologue(inner->seq.begin(), inner->seq.end() - 1);  // barrier, init, barrier
     NamedBarriers named(threads_, barrier_id_);
     std::vector<Stmt> consumer = {call_stmt("set_max_nreg", {c(consumer_regs_), c(1)}, sp)};
-    for (auto& st : before) consumer.push_back(named.mutate(st));
     Stmt consumer_body = role_body(loop, 0);
     int64_t stages = std::get<int64_t>(loop->attrs.at("num_stages"));
     auto [overlapped, drain] = overlap_wgmma(loop, consumer_body, stages);
@@ -228,6 +227,10 @@ class Specialize : public IRMutator {
     Stmt producer = make_seq({call_stmt("set_max_nreg", {c(40), c(0)}, sp), leader}, sp);
     Stmt roles = std::make_shared<IfThenElseNode>(lt(tx_, c(threads_), sp), make_seq(consumer, sp), producer, sp);
     prologue.push_back(roles);
+    // What comes before the loop stays before the barrier initialisation, whose fence and
+    // block-wide barrier publish its shared-memory writes (a query tile the wgmma reads)
+    // to every consumer: moved after it, the writes would race with the first reads.
+    if (!before.empty()) prologue.insert(prologue.begin(), consumers_only(make_seq(before, sp)));
     return make_seq(prologue, sp);
   }
 
