@@ -71,17 +71,37 @@ void bind_compiler(nb::module_& m) {
   m.def("normalise_target", [](const std::string& s) { return Target::parse(s).str(); });
   // switches: the pass configs that are set (tl.disable_wgmma, tl.disable_tma_lower,
   // tl.disable_warp_specialized).
-  m.def("lower", [](const PyFunc& f, const std::string& target, const std::vector<std::string>& switches) {
+  // limits: the device's own, where the runtime knows them (a WebGPU adapter's), in place of
+  // the target's defaults: max_threads_per_block, max_threads_per_dim (3 ints), max_grid
+  // (3 ints), max_shared_bytes.
+  m.def("lower", [](const PyFunc& f, const std::string& target, const std::vector<std::string>& switches,
+                    nb::handle limits) {
     Target t = Target::parse(target);
     for (auto& s : switches) {
       if (s == "tl.disable_wgmma") t.disable_wgmma = true;
       if (s == "tl.disable_tma_lower") t.disable_tma = true;
       if (s == "tl.disable_warp_specialized") t.disable_warp_specialized = true;
     }
+    if (!limits.is_none()) {
+      nb::dict d = nb::cast<nb::dict>(limits);
+      for (auto [key, value] : d) {
+        std::string k = nb::cast<std::string>(key);
+        auto three = [&](int64_t* out) {
+          auto v = nb::cast<std::vector<int64_t>>(value);
+          for (size_t i = 0; i < 3 && i < v.size(); ++i) out[i] = v[i];
+        };
+        if (k == "max_threads_per_block") t.max_threads_per_block = nb::cast<int64_t>(value);
+        else if (k == "max_shared_bytes") t.max_shared_bytes = nb::cast<int64_t>(value);
+        else if (k == "max_threads_per_dim") three(t.max_threads_per_dim);
+        else if (k == "max_grid") three(t.max_grid);
+        else throw nb::key_error(("unknown limit '" + k + "'").c_str());
+      }
+    }
     if (t.kind == "cuda") return PyFunc{lower_for_cuda(f.f, t)};
     if (t.kind == "webgpu") return PyFunc{lower_for_webgpu(f.f, t)};
     return PyFunc{lower_for_cpu(f.f, t)};
-  }, nb::arg("func"), nb::arg("target"), nb::arg("switches") = std::vector<std::string>{});
+  }, nb::arg("func"), nb::arg("target"), nb::arg("switches") = std::vector<std::string>{},
+     nb::arg("limits").none() = nb::none());
   // The WGSL of a function lowered for webgpu, with what the runtime needs to launch it.
   m.def("codegen_wgsl", [](const PyFunc& f, const std::string& target, bool has_f16) {
     WgslOptions opts;

@@ -298,7 +298,10 @@ void bind_ir(nb::module_& m) {
   }, nb::arg("var"), nb::arg("value"), nb::arg("body").none());
   m.def("evaluate", [](nb::handle e) { return PyStmt{std::make_shared<EvaluateNode>(to_expr(e), current_span())}; });
   m.def("allocate", [=](const PyBuffer& b, nb::handle body, nb::handle attrs) {
-    return PyStmt{std::make_shared<AllocateNode>(b.b, stmt_or_null(body), to_attrs(attrs), current_span())};
+    // The allocation is where the buffer was made (its T.alloc_* line), not where the front
+    // end's frame that closes it ends.
+    Span where = b.b->span.defined() ? b.b->span : current_span();
+    return PyStmt{std::make_shared<AllocateNode>(b.b, stmt_or_null(body), to_attrs(attrs), where)};
   }, nb::arg("buffer"), nb::arg("body").none(), nb::arg("attrs").none());
   m.def("tile_op", [](const std::string& op, nb::handle regions, nb::handle args, nb::handle attrs) {
     std::vector<BufferRegion> rs;

@@ -240,6 +240,11 @@ Code Emitter::emit(const Expr& e) {
   fail(ErrorKind::Internal, e->span, internal_ + "unknown expression kind");
 }
 
+bool Emitter::divisor_is_safe(const Expr& e) {
+  auto* i = as<IntImmNode>(e);
+  return i && i->value != 0 && (i->value != -1 || e->dtype.is_uint());
+}
+
 bool Emitter::nonneg(const Expr& e) {
   if (auto* i = as<IntImmNode>(e)) return i->value >= 0;
   if (e->dtype.is_uint()) return true;
@@ -323,7 +328,10 @@ Code Emitter::emit_binary(const BinaryNode* n) {
     return Code{wrap(a, prec) + " " + op + " " + wrap(b, prec - 1), prec};
   };
   auto fn = [&](const char* name) { return Code{std::string(name) + "(" + a.text + ", " + b.text + ")"}; };
-  bool fast = !is_float && nonneg(n->a) && nonneg(n->b);
+  // C's / and % where the divisor is a constant that cannot trap (not 0, not -1); the
+  // tl:: helpers, which give numpy's 0 for a zero divisor, elsewhere.
+  bool plain_divisor = is_float || divisor_is_safe(n->b);
+  bool fast = !is_float && nonneg(n->a) && divisor_is_safe(n->b);
   Code r;
   switch (n->op) {
     case BinaryOp::Add:
@@ -336,10 +344,10 @@ Code Emitter::emit_binary(const BinaryNode* n) {
       r = infix("*", kMul);
       break;
     case BinaryOp::Div:
-      r = infix("/", kMul);
+      r = plain_divisor ? infix("/", kMul) : fn("tl::truncdiv");
       break;
     case BinaryOp::Mod:
-      r = is_float ? fn("tl::fmod") : infix("%", kMul);
+      r = is_float ? fn("tl::fmod") : plain_divisor ? infix("%", kMul) : fn("tl::truncmod");
       break;
     case BinaryOp::FloorDiv:
       r = fast ? infix("/", kMul) : fn("tl::floordiv");
@@ -410,7 +418,7 @@ Code Emitter::emit_int64(const Expr& e) {
     auto fn = [&](const char* name) {
       return Code{std::string(name) + "(" + arg(b->a) + ", " + arg(b->b) + ")"};
     };
-    bool fast = nonneg(b->a) && nonneg(b->b);
+    bool fast = nonneg(b->a) && divisor_is_safe(b->b);
     switch (b->op) {
       case BinaryOp::Add:
         return infix("+", kAdd);

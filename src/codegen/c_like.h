@@ -165,6 +165,8 @@ class Emitter {
   // Non-negative integer expressions: division and remainder by a positive amount can
   // then use C's operators, which are cheaper than the floor forms.
   bool nonneg(const Expr& e);
+  // A constant integer divisor for which C's / and % cannot trap or overflow.
+  static bool divisor_is_safe(const Expr& e);
 
   // ---------------------------------------------------------------- statements
   void emit_stmt(const Stmt& s);

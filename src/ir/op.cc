@@ -156,6 +156,13 @@ Expr binary(BinaryOp op, Expr a, Expr b, Span span) {
       default: break;
     }
   }
+  // An integer division by the constant 0 is the program's mistake (by a zero known only
+  // when the kernel runs, the quotient and the remainder are 0, as in numpy).
+  bool divides = op == BinaryOp::Div || op == BinaryOp::Mod || op == BinaryOp::FloorDiv || op == BinaryOp::FloorMod;
+  if (t.is_integer() && divides && ib && ib->value == 0)
+    fail(ErrorKind::Type, span, std::string("integer ") + (op == BinaryOp::Mod || op == BinaryOp::FloorMod ?
+                                                            "remainder" : "division") + " by the constant 0",
+         "divide by a nonzero value");
   // Identities that keep index arithmetic readable.
   if (t.is_integer()) {
     if (op == BinaryOp::Add && ia && ia->value == 0) return b;

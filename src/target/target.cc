@@ -38,6 +38,8 @@ Target Target::parse(const std::string& s) {
     t.kind = "cpu";
     t.arch = "host";
     if (!options.empty()) unknown_option(options[0], "no options");
+    // Block indices are 32-bit; a block is one task, so the thread limits are those of CUDA.
+    t.max_grid[1] = t.max_grid[2] = t.max_grid[0];
     return t;
   }
   if (k == "cuda") {
@@ -49,10 +51,18 @@ Target Target::parse(const std::string& s) {
         fail(ErrorKind::Unsupported, {}, "target '" + s + "': '" + t.arch + "' is not a CUDA architecture",
              "write it as sm_ and the compute capability, e.g. -arch=sm_80 or -arch=sm_90a");
     }
+    t.max_shared_bytes = cuda_max_shared_bytes(t.arch_number());
     return t;
   }
   if (k == "webgpu") {
     t.kind = "webgpu";
+    // The WebGPU specification's default limits, and WGSL's 8 KiB of function-scope
+    // variables per invocation.
+    t.max_threads_per_block = 256;
+    t.max_threads_per_dim[0] = t.max_threads_per_dim[1] = 256;
+    t.max_grid[0] = 65535;
+    t.max_shared_bytes = 16384;
+    t.max_thread_array_bytes = 8192;
     for (const std::string& w : options) {
       if (w.rfind("-subgroup=", 0) != 0) unknown_option(w, "-subgroup=N (a power of two up to 128)");
       std::string n = w.substr(10);
@@ -78,6 +88,32 @@ std::string Target::str() const {
   if (kind == "cuda" && !arch.empty()) return "cuda -arch=" + arch;
   if (kind == "webgpu" && subgroup > 0) return "webgpu -subgroup=" + std::to_string(subgroup);
   return kind;
+}
+
+int64_t Target::cuda_max_shared_bytes(int arch) {
+  switch (arch) {
+    case 70:
+    case 72:
+      return 96 * 1024;
+    case 75:
+      return 64 * 1024;
+    case 80:
+    case 87:
+      return 163 * 1024;
+    case 86:
+    case 89:
+    case 120:
+    case 121:
+      return 99 * 1024;
+    case 90:
+    case 100:
+    case 101:
+    case 103:
+    case 110:
+      return 227 * 1024;
+    default:
+      return 0;
+  }
 }
 
 int Target::arch_number() const {

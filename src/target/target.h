@@ -1,5 +1,6 @@
 // What the compiler targets: the kind of back end plus its features and limits.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace tl {
@@ -7,7 +8,17 @@ namespace tl {
 struct Target {
   std::string kind = "cpu";  // "cpu", "cuda" or "webgpu" (later: "hip", "metal")
   std::string arch;          // "host" for the CPU; "sm_90a", "sm_80"... for CUDA (empty: the device's)
-  int max_threads_per_block = 1024;
+  // What one launch may ask for (checked at compile time by check_block_budget). The parser
+  // sets each target's own: CUDA's by architecture, WebGPU's defaults from the WebGPU
+  // specification, which the WebGPU runtime replaces with its adapter's.
+  int64_t max_threads_per_block = 1024;
+  int64_t max_threads_per_dim[3] = {1024, 1024, 64};
+  int64_t max_grid[3] = {2147483647, 65535, 65535};
+  // Shared memory one block may use, in bytes (with CUDA's opt-in above 48 KiB); 0: no
+  // limit known (the CPU, or CUDA without an architecture).
+  int64_t max_shared_bytes = 0;
+  // Bytes of arrays one thread may hold (check_thread_budget).
+  int64_t max_thread_array_bytes = 16 * 1024;
   // WebGPU: the adapter's subgroup size when the kernel may use subgroup operations (the
   // runtime checks at run time that the subgroups are laid out so); 0 for none.
   int subgroup = 0;
@@ -25,6 +36,8 @@ struct Target {
   std::string str() const;
   // The compute capability of a CUDA arch ("sm_90a" -> 90); 0 when none is given.
   int arch_number() const;
+  // Shared memory per block (with the opt-in) of a CUDA compute capability; 0 when unknown.
+  static int64_t cuda_max_shared_bytes(int arch);
   // How many threads exchange registers by shuffles (a CUDA warp, a WebGPU subgroup); 1
   // where lowerings must go through shared memory instead.
   int warp_size() const { return kind == "cuda" ? 32 : kind == "webgpu" && subgroup > 1 ? subgroup : 1; }

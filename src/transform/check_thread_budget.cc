@@ -1,5 +1,7 @@
 #include "transform/check_thread_budget.h"
 
+#include <algorithm>
+
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "transform/pass.h"
@@ -9,7 +11,14 @@ namespace {
 
 class Budget : public IRVisitor {
  public:
-  explicit Budget(const Target& target) : limit_(16 * 1024), cuda_(target.kind == "cuda") {}
+  explicit Budget(const Target& target) : limit_(target.max_thread_array_bytes), cuda_(target.kind == "cuda") {
+    if (target.kind == "webgpu") {
+      prefix_ = "not supported on webgpu: ";
+      what_ = "WGSL allows " + std::to_string(limit_) + " bytes of function-scope variables per invocation";
+    } else {
+      what_ = "the target allows " + std::to_string(limit_);
+    }
+  }
   std::vector<std::string> report;
   using IRVisitor::visit;
 
@@ -17,7 +26,7 @@ class Budget : public IRVisitor {
   void visit_kernel(const KernelNode* k) override {
     bytes_ = 0;
     IRVisitor::visit_kernel(k);
-    if (cuda_ && bytes_ > 1020)
+    if (cuda_ && bytes_ > kCudaRegisterBytes)
       report.push_back(k->span.str() + ": each thread holds " + std::to_string(bytes_) +
                        " bytes of arrays [slower path: more than the 255 registers (1020 bytes) a thread has; "
                        "the rest lives in local memory]");
@@ -30,15 +39,14 @@ class Budget : public IRVisitor {
       for (auto& e : b->shape) {
         const int64_t* v = const_int(e);
         if (!v) known = false;
-        else if (elems < (int64_t(1) << 40)) elems *= *v;
+        else if (__builtin_mul_overflow(elems, std::max<int64_t>(*v, 0), &elems)) elems = int64_t(1) << 40;
       }
       if (known) {
         bytes_ += elems * std::max(1, b->dtype.bytes());
         if (bytes_ > limit_)
           fail(ErrorKind::Unsupported, b->span,
-               "each thread would hold " + std::to_string(bytes_) + " bytes of per-thread arrays ('" + b->name +
-                   "' adds " + std::to_string(elems * std::max(1, b->dtype.bytes())) + "); the target allows " +
-                   std::to_string(limit_),
+               prefix_ + "each thread would hold " + std::to_string(bytes_) + " bytes of per-thread arrays ('" +
+                   b->name + "' adds " + std::to_string(elems * std::max(1, b->dtype.bytes())) + "); " + what_,
                "use smaller tiles or more threads per block, or keep the data in shared or global memory");
       }
     }
@@ -48,10 +56,26 @@ class Budget : public IRVisitor {
  private:
   int64_t limit_;
   bool cuda_;
+  // WebGPU's limit is WGSL's for function-scope variables; CUDA's is the compile time of
+  // fully unrolled per-thread arrays.
+  std::string prefix_, what_;
   int64_t bytes_ = 0;
 };
 
 }  // namespace
+
+int64_t per_thread_array_bytes(const KernelNode& k) {
+  struct Sum : IRVisitor {
+    int64_t bytes = 0;
+    void visit_allocate(const AllocateNode* n) override {
+      int64_t count = n->buffer->const_size();
+      if (n->buffer->scope == scope::kLocal && count > 0) bytes += count * std::max(1, n->buffer->dtype.bytes());
+      IRVisitor::visit_allocate(n);
+    }
+  } sum;
+  sum.visit(k.body);
+  return sum.bytes;
+}
 
 PrimFunc check_thread_budget(const PrimFunc& f, const Target& target) {
   Budget b(target);

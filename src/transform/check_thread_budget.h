@@ -8,10 +8,16 @@
 
 namespace tl {
 
-// Per kernel, the bytes of all `local` arrays of constant size: over 16 KiB (4096 floats a
-// thread, where NVRTC takes minutes and WebGPU drivers hang) is an error; on CUDA, over
+// Per kernel, the bytes of all `local` arrays of constant size: over the target's
+// max_thread_array_bytes (CUDA: 16 KiB, 4096 floats a thread, past which NVRTC takes
+// minutes; WebGPU: WGSL's 8 KiB of function-scope variables) is an error; on CUDA, over
 // the 255 registers (1020 bytes) a thread has, the lowering report says the rest lives in
 // local memory (a slower path).
 PrimFunc check_thread_budget(const PrimFunc& f, const Target& target);
+
+// Bytes of the `local` arrays of constant size in a kernel, per thread.
+int64_t per_thread_array_bytes(const KernelNode& k);
+// What a thread's registers hold (255 of 4 bytes on CUDA); more is kept in local memory.
+constexpr int64_t kCudaRegisterBytes = 1020;
 
 }  // namespace tl

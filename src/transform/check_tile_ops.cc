@@ -1,5 +1,6 @@
 #include "transform/check_tile_ops.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "arith/analyzer.h"
@@ -27,10 +28,34 @@ void check_extent(const Expr& e, int64_t lowest, const std::string& what, Span s
          what + " is " + std::to_string(*c) + "; it must be at least " + std::to_string(lowest), hint);
 }
 
+// A buffer's size in bytes is computed by every later pass and code generator in int64;
+// block-private buffers (shared, fragment, local) are indexed with 32-bit offsets.
+constexpr int64_t kMaxBlockPrivateBytes = (int64_t(1) << 31) - 1;
+
+void check_buffer_size(const Buffer& b, const std::string& kind) {
+  int64_t bytes = std::max(1, b->dtype.bytes());
+  bool overflow = false;
+  for (auto& e : b->shape) {
+    const int64_t* v = const_int(e);
+    if (!v) return;  // symbolic: checked where it is known
+    overflow = overflow || __builtin_mul_overflow(bytes, *v, &bytes);
+  }
+  std::string what = kind + " '" + b->name + "' of shape " + extents_str(b->shape) + " and dtype " + b->dtype.str();
+  if (overflow)
+    fail(ErrorKind::Shape, b->span, what + " has more than 2^63 bytes: its size overflows",
+         "check the shape's arithmetic (a product of extents that should have been a sum?)");
+  if (!b->is_global() && bytes > kMaxBlockPrivateBytes)
+    fail(ErrorKind::Unsupported, b->span,
+         what + " needs " + std::to_string(bytes) + " bytes; a block-private buffer (shared, fragment, local) "
+         "holds at most 2^31 - 1 bytes (its offsets are 32-bit)",
+         "tile the data: keep the whole tensor in global memory and copy tiles of it");
+}
+
 void check_buffer_shape(const Buffer& b, const std::string& kind) {
   for (size_t d = 0; d < b->shape.size(); ++d)
     check_extent(b->shape[d], 1, kind + " '" + b->name + "': extent " + std::to_string(d) + " of its shape " +
                  extents_str(b->shape), b->span, "every dimension of a buffer holds at least one element");
+  check_buffer_size(b, kind);
 }
 
 const char* const kKnownOps =
@@ -66,6 +91,14 @@ class TileOpChecker : public IRVisitor {
     if (n->var->dtype.is_integer()) analyzer_.bind(n->var.get(), analyzer_.const_int_bound(n->value));
     IRVisitor::visit_let(n);
     analyzer_.unbind(n->var.get());
+  }
+  void visit_store(const BufferStoreNode* n) override {
+    check_indices(n->buffer, n->indices, n->span);
+    IRVisitor::visit_store(n);
+  }
+  void visit_load(const BufferLoadNode* n) override {
+    check_indices(n->buffer, n->indices, n->span);
+    IRVisitor::visit_load(n);
   }
   void visit_allocate(const AllocateNode* n) override {
     check_buffer_shape(n->buffer, "buffer");
@@ -139,6 +172,16 @@ class TileOpChecker : public IRVisitor {
              std::string("T.Pipelined: ") + key + " has " + std::to_string(v->size()) +
                  " entries but the loop body has " + std::to_string(statements) + " statement(s)",
              "give one entry per statement of the loop body");
+  }
+
+  // Indices are integers (a float index would be truncated somewhere below, silently).
+  static void check_indices(const Buffer& b, const std::vector<Expr>& indices, Span span) {
+    for (size_t d = 0; d < indices.size(); ++d)
+      if (!indices[d]->dtype.is_integer())
+        fail(ErrorKind::Type, span,
+             "index " + std::to_string(d) + " of buffer '" + b->name + "' must be an integer, got " +
+                 expr_str(indices[d]) + " of dtype " + indices[d]->dtype.str(),
+             "use // instead of /, or T.cast(..., \"int32\") on purpose");
   }
 
   arith::Analyzer analyzer_;

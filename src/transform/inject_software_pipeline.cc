@@ -162,6 +162,8 @@ class SoftwarePipeline : public IRMutator {
     if (it == staged_.end()) return body == n->body ? s : std::make_shared<AllocateNode>(n->buffer, body, n->attrs, n->span);
     Attrs attrs = n->attrs;
     attrs["pipelined"] = int64_t(1);
+    // How many copies the buffer now holds (its new leading extent), for the budget's report.
+    if (const int64_t* stages = const_int(it->second->shape.at(0))) attrs["stages"] = *stages;
     return std::make_shared<AllocateNode>(it->second, body, attrs, n->span);
   }
 

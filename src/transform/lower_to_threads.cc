@@ -120,7 +120,16 @@ class ThreadLowering : public IRMutator {
     return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, n->threads, body, n->span);
   }
 
+  // Threads exist only inside a kernel: host code (allowed on the CPU) has none to spread
+  // a tile over.
+  void require_kernel(Span span, const std::string& what) const {
+    if (!layouts_)
+      fail(ErrorKind::Unsupported, span, what + " outside T.Kernel, which target " + target_.kind + " does not support",
+           "move the work inside a `with T.Kernel(...)` block");
+  }
+
   Stmt mutate_tile_op(const Stmt& s, const TileOpNode* n) override {
+    require_kernel(n->span, "T." + n->op);
     const TileOpDef* def = find_tile_op(n->op);
     if (!def) fail(ErrorKind::Name, n->span, "unknown tile operator '" + n->op + "'");
     if (!def->lower_threads)
@@ -207,6 +216,7 @@ class ThreadLowering : public IRMutator {
 
   Stmt mutate_for(const Stmt& s, const ForNode* n) override {
     if (n->for_kind == ForKind::Parallel) {
+      require_kernel(n->span, "a T.Parallel loop");
       if (in_thread_code_)
         fail(ErrorKind::Unsupported, n->span, "a T.Parallel loop inside another T.Parallel loop",
              "write the nest as one `for i, j in T.Parallel(M, N)`");

@@ -1,9 +1,12 @@
 #include "transform/plan_shared_memory.h"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "ir/error.h"
 #include "ir/functor.h"
 #include "transform/pass.h"
 
@@ -155,6 +158,73 @@ class PlanKernels : public IRMutator {
 };
 
 }  // namespace
+
+int64_t shared_buffer_bytes(const Buffer& b, Span span) {
+  int64_t n = b->const_size();
+  if (n < 0)
+    fail(ErrorKind::Unsupported, span,
+         "shared buffer '" + b->name + "' has a symbolic size, which target cuda does not support",
+         "give shared tiles constant shapes (tile sizes are compile-time values)");
+  return n * b->dtype.bytes();
+}
+
+SharedMemoryUse shared_memory_use(const KernelNode* k) {
+  SharedMemoryUse use;
+  std::vector<const AllocateNode*> unplaced;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (!s) return;
+    switch (s->kind) {
+      case StmtKind::Seq:
+        for (auto& x : as<SeqStmtNode>(s)->seq) walk(x);
+        return;
+      case StmtKind::For:
+        return walk(as<ForNode>(s)->body);
+      case StmtKind::IfThenElse:
+        walk(as<IfThenElseNode>(s)->then_case);
+        return walk(as<IfThenElseNode>(s)->else_case);
+      case StmtKind::LetStmt:
+        return walk(as<LetStmtNode>(s)->body);
+      case StmtKind::Allocate: {
+        auto* a = as<AllocateNode>(s);
+        const Buffer& b = a->buffer;
+        if (b->scope == scope::kSharedDyn) {
+          int64_t bytes = shared_buffer_bytes(b, a->span);
+          use.buffers.push_back({a, bytes, false});
+          auto it = a->attrs.find("offset");
+          std::optional<int64_t> offset;
+          if (it != a->attrs.end()) {
+            if (auto* i = std::get_if<int64_t>(&it->second)) offset = *i;
+            if (auto* e = std::get_if<Expr>(&it->second); e && const_int(*e)) offset = *const_int(*e);
+            if (!offset || *offset < 0)
+              fail(ErrorKind::Internal, a->span, "internal: shared buffer '" + b->name + "' has a bad offset",
+                   "plan_shared_memory gives each shared.dyn allocation a constant byte offset");
+          }
+          if (offset) {
+            use.dyn_offsets[a] = *offset;
+            use.dyn_bytes = std::max(use.dyn_bytes, *offset + bytes);
+          } else {
+            unplaced.push_back(a);
+          }
+        } else if (b->scope == scope::kShared) {
+          int64_t bytes = shared_buffer_bytes(b, a->span);
+          use.buffers.push_back({a, bytes, true});
+          use.static_bytes += round_up(bytes, 16);
+        }
+        return walk(a->body);
+      }
+      default:
+        return;
+    }
+  };
+  walk(k->body);
+  int64_t end = round_up(use.dyn_bytes, kAlign);
+  for (auto* a : unplaced) {
+    use.dyn_offsets[a] = end;
+    end = round_up(end + shared_buffer_bytes(a->buffer, a->span), kAlign);
+    use.dyn_bytes = end;
+  }
+  return use;
+}
 
 PrimFunc plan_shared_memory(const PrimFunc& f) {
   PlanKernels pass;

@@ -14,7 +14,8 @@ import pytest
 import tilelang
 import tilelang.language as T
 from tilelang import _C
-from tilelang.errors import TileLangShapeError, TileLangSyntaxError, TileLangTypeError, TileLangUnsupportedError
+from tilelang.errors import (TileLangBoundsError, TileLangShapeError, TileLangSyntaxError, TileLangTypeError,
+                             TileLangUnsupportedError)
 
 F32 = "float32"
 CUDA = "cuda -arch=sm_90a"
@@ -318,6 +319,20 @@ def test_nan_propagates_through_a_whole_tile_reduction(target, nan_at):
     np.testing.assert_array_equal(k(a), [a.max(), a.min()])
 
 
+def test_nan_propagates_through_half_max_and_min(target, rng):
+    """float16 on every target (WGSL's NaN test of an f16 once used a bitcast that the
+    driver's shader compiler refuses: an internal error on webgpu)."""
+    M, N = 32, 16
+    k = tilelang.compile(nan_kernel(M, N, "float16"), out_idx=[2, 3, 4], target=target)
+    a, b = _with_nans(rng, (M, N), 0.05).astype(np.float16), _with_nans(rng, (M, N), 0.05).astype(np.float16)
+    mx, mn, e = k(a, b)
+    assert np.isnan(mx).any()
+    np.testing.assert_array_equal(mx, a.max(axis=1))
+    np.testing.assert_array_equal(mn, a.min(axis=1))
+    ref = np.maximum(a, b).astype(np.float32) + np.minimum(b, a).astype(np.float32) * 2.0
+    np.testing.assert_allclose(e.astype(np.float32), ref, rtol=2e-3, atol=2e-3)
+
+
 def test_nan_constants_fold_like_numpy():
     nan, one = T.FloatImm(F32, float("nan")), T.FloatImm(F32, 1.0)
     for x in (T.max(one, nan), T.max(nan, one), T.min(one, nan), T.min(nan, one)):
@@ -590,3 +605,331 @@ def test_webgpu_limit_errors_name_the_kernel_line():
     with pytest.raises(TileLangUnsupportedError) as e:
         tilelang.compile(main, target="webgpu")
     check_located(e.value, "webgpu_threads", "not supported on webgpu: 4096 threads per block")
+
+
+# ---------------------------------------------------------------- 7. (cont.) provable overruns, sizes
+
+def parallel_past_tile(scope, guarded):
+    alloc = T.alloc_shared if scope == "shared" else T.alloc_fragment
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=64):
+            s = alloc((32,), F32)
+            T.fill(s, 0.0)
+            for i in T.Parallel(64):
+                if guarded:
+                    if i < 32:
+                        s[i] = A[i]
+                else:
+                    s[i] = A[i] * 2.0  # <<err:past_tile>>
+            T.copy(s, B[0:32])
+
+    return main
+
+
+@pytest.mark.parametrize("scope", ["shared", "fragment"])
+def test_a_parallel_write_past_a_tile_is_a_bounds_error(target, scope):
+    with pytest.raises(TileLangBoundsError) as e:
+        tilelang.compile(parallel_past_tile(scope, False), target=target)
+    check_located(e.value, "past_tile", "buffer 's' has 32 elements but is written at index i",
+                  "runs from 0 to 63")
+    with pytest.raises(TileLangBoundsError, match="buffer 's' has 32 elements"):
+        tilelang.lower(parallel_past_tile(scope, False), target=CUDA)
+
+
+@pytest.mark.parametrize("scope", ["shared", "fragment"])
+def test_a_guarded_write_into_a_tile_is_accepted(target, scope):
+    k = tilelang.compile(parallel_past_tile(scope, True), target=target)
+    a = np.arange(64, dtype=np.float32)
+    out = np.full(64, np.nan, np.float32)
+    k(a, out)
+    np.testing.assert_array_equal(out[:32], a[:32])
+    assert np.isnan(out[32:]).all()
+
+
+def test_an_offset_read_past_a_tile_is_a_bounds_error():
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), F32)):
+        with T.Kernel(2, threads=32) as bx:
+            s = T.alloc_shared((32, 4), F32)
+            T.clear(s)
+            for i, j in T.Parallel(32, 4):
+                B[bx * 32 + i] = s[i, j + bx]  # <<err:offset_read>>
+
+    for target in ("cpu", CUDA):
+        with pytest.raises(TileLangBoundsError) as e:
+            tilelang.lower(main, target=target)
+        check_located(e.value, "offset_read", "has 4 elements in dimension 1 but is read at index j + bx",
+                      "runs from 0 to 4")
+
+
+def big_tile(shape, scope="shared"):
+    alloc = T.alloc_shared if scope == "shared" else T.alloc_fragment
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=32):
+            s = alloc(shape, F32)  # <<err:big_tile>>
+            s[0, 0] = A[0]
+            A[1] = s[0, 0]
+
+    return main
+
+
+@pytest.mark.parametrize("target_text", ["cpu", "webgpu", CUDA])
+def test_a_tile_size_that_overflows_is_a_shape_error(target_text):
+    with pytest.raises(TileLangShapeError) as e:
+        tilelang.lower(big_tile((2 ** 31, 2 ** 31)), target=target_text)
+    check_located(e.value, "big_tile", "of shape 2147483648 x 2147483648 and dtype float32",
+                  "more than 2^63 bytes: its size overflows")
+
+
+@pytest.mark.parametrize("scope", ["shared", "fragment"])
+def test_a_block_private_buffer_over_2_gib_is_rejected(scope):
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.lower(big_tile((2 ** 16, 2 ** 15), scope), target="cpu")
+    check_located(e.value, "big_tile", "needs 8589934592 bytes", "at most 2^31 - 1 bytes")
+
+
+def one_block_per(grid):
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32)):
+        with T.Kernel(*grid, threads=32):  # <<err:grid_limit>>
+            A[0] = 1.0
+
+    return main
+
+
+@pytest.mark.parametrize("target_text,grid,fragment", [
+    ("cpu", (2 ** 40,), "grid extent x is 1099511627776 blocks; target cpu allows at most 2147483647"),
+    (CUDA, (2 ** 31,), "grid extent x is 2147483648 blocks; sm_90a allows at most 2147483647"),
+    (CUDA, (4, 65536), "grid extent y is 65536 blocks; sm_90a allows at most 65535 in that dimension"),
+    ("webgpu", (70000,), "not supported on webgpu: grid extent x is 70000 blocks")])
+def test_a_grid_over_the_target_limit_is_rejected_at_the_kernel(target_text, grid, fragment):
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.lower(one_block_per(grid), target=target_text)
+    check_located(e.value, "grid_limit", fragment)
+
+
+# ---------------------------------------------------------------- 8. (cont.) locations
+
+@pytest.mark.parametrize("alloc,target_text,fragment", [
+    ("fragment", CUDA, "fragment 's' has a symbolic shape"),
+    ("fragment", "webgpu", "fragment 's' has a symbolic shape"),
+    ("shared", "webgpu", "buffer 's' of symbolic size")])
+def test_a_symbolic_allocation_points_at_the_allocation(alloc, target_text, fragment):
+    make = T.alloc_shared if alloc == "shared" else T.alloc_fragment
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32), n: T.int32):
+        with T.Kernel(1, threads=32):
+            s = make((n,), F32)  # <<err:symbolic_alloc>>
+            A[0] = 1.0
+            for i in T.Parallel(32):
+                s[i] = A[i]
+            A[1] = s[0]
+
+    with pytest.raises(TileLangUnsupportedError) as e:
+        if target_text == "webgpu":
+            from tilelang.jit.backends import switches  # noqa: F401 - the target needs no device to lower
+            _C.codegen_wgsl(_C.lower(main.handle, target_text), target_text, False)
+        else:
+            tilelang.lower(main, target=target_text)
+    check_located(e.value, "symbolic_alloc", fragment)
+
+
+# ---------------------------------------------------------------- 4. launch budgets of the exact target
+
+def staged_copy(stages, tile, dtype="float16"):
+    """A pipelined sum of (tile x tile) tiles: its shared tile is multi-buffered."""
+    @T.prim_func
+    def main(A: T.Tensor((8 * tile, tile), dtype), B: T.Tensor((tile, tile), "float32")):
+        with T.Kernel(1, threads=128):  # <<err:staged>>
+            s = T.alloc_shared((tile, tile), dtype)
+            t = T.alloc_shared((tile, tile), "float32")
+            acc = T.alloc_fragment((tile, tile), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(8, num_stages=stages):
+                T.copy(A[k * tile, 0], s)
+                T.copy(s, t)
+                for i, j in T.Parallel(tile, tile):
+                    acc[i, j] += t[i, j]
+            T.copy(acc, B)
+
+    return main
+
+
+def test_shared_memory_overrun_lists_each_buffer_and_suggests_fewer_stages():
+    # 3 stages of a 128 x 128 float16 tile (96 KiB) and a 64 KiB float32 tile alive with it:
+    # over sm_86's 99 KiB.
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.lower(staged_copy(3, 128), target="cuda -arch=sm_86")
+    check_located(e.value, "staged", "the kernel needs",
+                  "bytes of shared memory per block; sm_86 allows at most 101376",
+                  "s: 3 x 128 x 128 float16 = 98304 bytes (3 pipeline stages)", "t: 128 x 128 float32 = 65536 bytes")
+    assert "num_stages=2 saves 32768 bytes" in e.value.hint
+    tilelang.lower(staged_copy(3, 128), target=CUDA)  # Hopper's 227 KiB hold it
+
+
+def test_shared_memory_overrun_on_webgpu_lists_each_buffer():
+    from conftest import target_unavailable_reason
+    reason = target_unavailable_reason("webgpu")
+    if reason:
+        pytest.skip(f"webgpu not available: {reason}")
+    from tilelang.jit import webgpu
+    limit = webgpu.adapter_limits()["max_shared_bytes"]
+    tile = 16
+    while 2 * tile * tile * 4 <= limit:
+        tile *= 2
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.compile(staged_copy(2, tile, "float32"), target="webgpu")
+    check_located(e.value, "staged", f"not supported on webgpu: the kernel needs {2 * tile * tile * 4} bytes",
+                  f"allows at most {limit}", f"s: {tile} x {tile} float32 = {tile * tile * 4} bytes")
+
+
+@pytest.mark.parametrize("threads,fragment", [([32, 2, 65], "threads z is 65; sm_90a allows at most 64"),
+                                              ([2048], "threads x is 2048; sm_90a allows at most 1024"),
+                                              ([64, 32], "2048 threads per block; sm_90a allows at most 1024")])
+def test_threads_over_the_cuda_limits_are_rejected_at_the_kernel(threads, fragment):
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=threads):  # <<err:cuda_threads>>
+            A[0] = 1.0
+
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.lower(main, target=CUDA)
+    check_located(e.value, "cuda_threads", fragment)
+
+
+def test_webgpu_limits_are_the_adapter_s():
+    """tilelang.lower for plain "webgpu" holds the WebGPU specification's default limits
+    (256 threads, 16 KiB of workgroup memory); a compile holds the adapter's."""
+    @T.prim_func
+    def main(A: T.Tensor((512,), F32)):
+        with T.Kernel(1, threads=512):  # <<err:webgpu_512>>
+            for i in T.Parallel(512):
+                A[i] = 1.0
+
+    with pytest.raises(TileLangUnsupportedError) as e:
+        tilelang.lower(main, target="webgpu")
+    check_located(e.value, "webgpu_512", "not supported on webgpu: threads x is 512",
+                  "the WebGPU adapter allows at most 256")
+    _C.lower(main.handle, "webgpu", [], {"max_threads_per_block": 1024, "max_threads_per_dim": [1024, 1024, 64]})
+
+
+def test_kernel_as_one_name_binds_the_list_of_block_indices(target, rng):
+    """`with T.Kernel(gx, gy) as ids` binds [bx, by] (as upstream), not bx alone, which gave
+    every row of blocks the first row's data."""
+    M, N = 12, 20
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), F32), B: T.Tensor((M, N), F32)):
+        with T.Kernel(T.ceildiv(N, 8), T.ceildiv(M, 4), threads=32) as ids:
+            bx, by = ids
+            for i, j in T.Parallel(4, 8):
+                B[by * 4 + i, bx * 8 + j] = A[by * 4 + i, bx * 8 + j] + 1.0
+
+    k = tilelang.compile(main, target=target)
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    np.testing.assert_array_equal(run_into_nan(k, a), a + 1)
+
+
+# ---------------------------------------------------------------- 3. (cont.) no trap, no crash
+
+def int_division(dtype):
+    @T.prim_func
+    def main(A: T.Tensor((8,), dtype), B: T.Tensor((8,), dtype), Q: T.Tensor((8,), dtype),
+             R: T.Tensor((8,), dtype)):
+        with T.Kernel(1, threads=8):
+            for i in T.Parallel(8):
+                Q[i] = A[i] // B[i]
+                R[i] = A[i] % B[i]
+
+    return main
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
+def test_integer_division_by_zero_gives_numpy_s_zero(target, dtype):
+    """A zero divisor known only at run time: the CPU trapped (SIGFPE killed the process);
+    every target now gives numpy's 0 for the quotient and the remainder."""
+    if target == "webgpu" and dtype == "int64":
+        pytest.skip("webgpu has no 64-bit integers")
+    info = np.iinfo(dtype)
+    signed = info.min < 0
+    a = np.array([7, -7 if signed else 9, 0, 5, info.min, info.max, -1 if signed else 1, 3], dtype)
+    b = np.array([0, 0, 0, 2, -1 if signed else 1, 0, 3, -2 if signed else 2], dtype)
+    k = tilelang.compile(int_division(dtype), out_idx=[2, 3], target=target)
+    q, r = k(a, b)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(q, a // b)
+        np.testing.assert_array_equal(r, a % b)
+
+
+def test_integer_division_by_zero_compiles_for_cuda():
+    reason = _nvrtc_reason()
+    if reason:
+        pytest.skip(f"NVRTC is not available: {reason}")
+    from tilelang.jit.kernel import _include_dir
+    for dtype in ("int32", "uint32", "int64", "uint64"):
+        source = _C.codegen(_C.lower(int_division(dtype).handle, CUDA), CUDA)
+        assert "tl::floordiv(" in source and "tl::floormod(" in source  # the helpers that check for 0
+        assert _C.nvrtc_compile(source, "div.cu", "sm_90a", [_include_dir()])[:4] == b"\x7fELF"
+
+
+def test_integer_division_by_the_constant_zero_is_a_type_error():
+    with pytest.raises(TileLangTypeError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((8,), "int32")):
+            with T.Kernel(1, threads=8):
+                for i in T.Parallel(8):
+                    A[i] = A[i] % 0  # <<err:mod_zero>>
+    check_located(e.value, "mod_zero", "integer remainder by the constant 0")
+
+
+@pytest.mark.parametrize("target_text", [CUDA, "webgpu"])
+def test_host_level_parallel_loops_and_tile_ops_are_errors_on_gpus(target_text):
+    """Host code (allowed on the CPU) has no threads: a T.Parallel loop there crashed the
+    CUDA lowering (a null kernel)."""
+    @T.prim_func
+    def loop(A: T.Tensor((128,), F32)):
+        for i in T.Parallel(128):  # <<err:host_parallel>>
+            A[i] = 1.0
+
+    @T.prim_func
+    def tile(A: T.Tensor((128,), F32), B: T.Tensor((128,), F32)):
+        T.copy(A, B)  # <<err:host_copy>>
+        with T.Kernel(1, threads=128):
+            B[0] = 1.0
+
+    for func, marker in ((loop, "host_parallel"), (tile, "host_copy")):
+        with pytest.raises(TileLangUnsupportedError) as e:
+            tilelang.lower(func, target=target_text)
+        check_located(e.value, marker, "outside T.Kernel, which target")
+
+
+# ---------------------------------------------------------------- 8. (cont.) silently wrong Python
+
+def test_is_on_kernel_values_is_a_syntax_error():
+    """`A[i] is B[i]` compared two IR handles at parse time (always False): the branch
+    vanished without a word."""
+    with pytest.raises(TileLangSyntaxError) as e:
+        @T.prim_func
+        def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), F32)):
+            with T.Kernel(1, threads=64):
+                for i in T.Parallel(64):
+                    if A[i] is B[i]:  # <<err:is_values>>
+                        B[i] = 0.0
+    check_located(e.value, "is_values", "'is' on kernel values compares Python objects")
+
+
+def test_float_indices_are_type_errors():
+    @T.prim_func
+    def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), F32)):
+        with T.Kernel(1, threads=64):
+            B[A[0]] = 1.0  # <<err:float_index>>
+
+    for target in ("cpu", CUDA):
+        with pytest.raises(TileLangTypeError) as e:
+            tilelang.lower(main, target=target)
+        check_located(e.value, "float_index", "index 0 of buffer 'B' must be an integer", "float32")

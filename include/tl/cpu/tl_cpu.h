@@ -230,9 +230,30 @@ static_assert(std::is_standard_layout_v<half_t> && std::is_trivially_copyable_v<
 // ------------------------------------------------------------------ integer and float division
 
 // Python semantics: the quotient is rounded toward -inf and the remainder takes the
-// divisor's sign. Division by zero is left to the hardware, as for C's operators.
+// divisor's sign. A zero divisor gives 0 for both, as numpy does (the hardware would trap);
+// so does the most negative value divided by -1 for truncdiv (it would overflow).
+template <typename T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+inline T truncdiv(T a, T b) {
+  if (b == 0) return T(0);
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(a));  // wraps
+  }
+  return T(a / b);
+}
+template <typename T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+inline T truncmod(T a, T b) {
+  if (b == 0) return T(0);
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return T(0);
+  }
+  return T(a % b);
+}
 template <typename T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
 inline T floordiv(T a, T b) {
+  if (b == 0) return T(0);
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(a));  // wraps
+  }
   T q = T(a / b);
   if constexpr (std::is_signed_v<T>) {
     if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
@@ -241,6 +262,10 @@ inline T floordiv(T a, T b) {
 }
 template <typename T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
 inline T floormod(T a, T b) {
+  if (b == 0) return T(0);
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return T(0);
+  }
   T r = T(a % b);
   if constexpr (std::is_signed_v<T>) {
     if (r != 0 && ((r < 0) != (b < 0))) r = T(r + b);

@@ -95,22 +95,37 @@ TL_DEVICE T from_compute(C v) {
 // ------------------------------------------------------------------ integer and float division
 
 // Python semantics: the quotient rounds toward -inf, the remainder takes the divisor's sign.
-// Narrower integers promote to the int32 overloads; both operands must have one type.
-#define TL_CUDA_SIGNED_FLOOR(T)                                       \
-  TL_DEVICE T floordiv(T a, T b) {                                    \
-    T q = a / b;                                                      \
-    return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<T>(q - 1) : q; \
-  }                                                                   \
-  TL_DEVICE T floormod(T a, T b) {                                    \
-    T r = a % b;                                                      \
-    return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;     \
+// A zero divisor gives 0 for both, as numpy does (and as the CPU back end does, where the
+// hardware would trap), and so does a remainder by -1; the most negative value divided by
+// -1 wraps. Narrower integers promote to the int32 overloads; both operands must have one
+// type.
+#define TL_CUDA_SIGNED_FLOOR(T, U)                                                          \
+  TL_DEVICE T tl_wrapping_neg(T a) { return static_cast<T>(static_cast<U>(0) - static_cast<U>(a)); } \
+  TL_DEVICE T truncdiv(T a, T b) {                                                          \
+    return b == 0 ? static_cast<T>(0) : b == static_cast<T>(-1) ? tl_wrapping_neg(a) : static_cast<T>(a / b); \
+  }                                                                                         \
+  TL_DEVICE T truncmod(T a, T b) {                                                          \
+    return b == 0 || b == static_cast<T>(-1) ? static_cast<T>(0) : static_cast<T>(a % b);   \
+  }                                                                                         \
+  TL_DEVICE T floordiv(T a, T b) {                                                          \
+    if (b == 0) return static_cast<T>(0);                                                   \
+    if (b == static_cast<T>(-1)) return tl_wrapping_neg(a);                                 \
+    T q = a / b;                                                                            \
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;                \
+  }                                                                                         \
+  TL_DEVICE T floormod(T a, T b) {                                                          \
+    if (b == 0 || b == static_cast<T>(-1)) return static_cast<T>(0);                        \
+    T r = a % b;                                                                            \
+    return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;                    \
   }
-#define TL_CUDA_UNSIGNED_FLOOR(T)                        \
-  TL_DEVICE T floordiv(T a, T b) { return a / b; }       \
-  TL_DEVICE T floormod(T a, T b) { return a % b; }
-TL_CUDA_SIGNED_FLOOR(int)
-TL_CUDA_SIGNED_FLOOR(long)
-TL_CUDA_SIGNED_FLOOR(long long)
+#define TL_CUDA_UNSIGNED_FLOOR(T)                                                                       \
+  TL_DEVICE T truncdiv(T a, T b) { return b == 0 ? static_cast<T>(0) : static_cast<T>(a / b); }         \
+  TL_DEVICE T truncmod(T a, T b) { return b == 0 ? static_cast<T>(0) : static_cast<T>(a % b); }         \
+  TL_DEVICE T floordiv(T a, T b) { return truncdiv(a, b); }                                             \
+  TL_DEVICE T floormod(T a, T b) { return truncmod(a, b); }
+TL_CUDA_SIGNED_FLOOR(int, unsigned int)
+TL_CUDA_SIGNED_FLOOR(long, unsigned long)
+TL_CUDA_SIGNED_FLOOR(long long, unsigned long long)
 TL_CUDA_UNSIGNED_FLOOR(unsigned int)
 TL_CUDA_UNSIGNED_FLOOR(unsigned long)
 TL_CUDA_UNSIGNED_FLOOR(unsigned long long)

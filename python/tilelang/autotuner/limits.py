@@ -38,7 +38,11 @@ def check_static_limits(func, target: str, pass_configs=None) -> str | None:
     if not target.startswith("cuda"):
         return None
     from ..jit.backends import switches
-    lowered = _C.lower(func.handle, target, switches(pass_configs))
+    from ..errors import TileLangUnsupportedError
+    try:
+        lowered = _C.lower(func.handle, target, switches(pass_configs))
+    except TileLangUnsupportedError as e:  # over a budget the lowering checks (check_block_budget)
+        return e.message.splitlines()[0]
     limit = shared_memory_limit(target)
     for info in _C.cuda_kernel_infos(lowered):
         threads = 1

@@ -6,6 +6,7 @@ values of the shape variables.
 """
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 
@@ -14,12 +15,19 @@ from ..errors import TileLangError
 from . import cache
 
 
-def _entry_dir(key: str) -> Path:
+@contextlib.contextmanager
+def _build_dir(key: str):
+    """(directory, shared): where a kernel is looked up and built. With the cache on, its
+    entry, held under the entry's lock (shared=True); else, or when the lock cannot be had,
+    a directory of this build's own."""
     if cache.enabled():
-        d = cache.entry_dir(key)
-        d.mkdir(parents=True, exist_ok=True)
-        return d
-    return Path(tempfile.mkdtemp(prefix="tilelang-"))
+        with cache.entry_lock(key) as held:
+            if held:
+                d = cache.entry_dir(key)
+                d.mkdir(parents=True, exist_ok=True)
+                yield d, True
+                return
+    yield Path(tempfile.mkdtemp(prefix="tilelang-")), False
 
 
 # The pass configs that switch a lowering feature off, as the compiler core knows them.
@@ -53,27 +61,27 @@ class CpuBackend:
     def compiler_id(self) -> str:
         return _C.host_compiler_id()
 
+    FILES = ("kernel.so", "kernel.cpp", "report.txt")  # of a cache entry
+
     def build(self, prim_func, target, key, flags, include_dir, pass_configs=None):
-        if cache.enabled():
-            found = cache.lookup(key)
-            if found is not None:
-                lib_path, _ = found
+        with _build_dir(key) as (d, shared):
+            if shared and cache.lookup(key, self.FILES) is not None:
                 try:
-                    d = lib_path.parent
-                    return CpuExecutable(prim_func, lib_path, (d / "kernel.cpp").read_text(),
+                    return CpuExecutable(prim_func, d / "kernel.so", (d / "kernel.cpp").read_text(),
                                          (d / "report.txt").read_text()), "disk"
                 except (TileLangError, OSError):
-                    pass
-        lowered = _C.lower(prim_func.handle, target, switches(pass_configs))
-        source = _C.codegen(lowered, target)
-        lib_path = _entry_dir(key) / "kernel.so"
-        # The compiler driver keeps the source beside the library (kernel.cpp).
-        _C.compile_host(source, str(lib_path), include_dir, flags)
-        report = lowered.lowering_report()
-        (lib_path.parent / "report.txt").write_text(report)
-        if cache.enabled():
-            cache.store_meta(key, {"name": prim_func.name, "target": target})
-        return CpuExecutable(prim_func, lib_path, source, report), None
+                    pass  # built again below
+            lowered = _C.lower(prim_func.handle, target, switches(pass_configs))
+            source = _C.codegen(lowered, target)
+            lib_path = d / "kernel.so"
+            # The compiler driver writes the library and its source (kernel.cpp) beside it,
+            # each under a temporary name renamed into place.
+            _C.compile_host(source, str(lib_path), include_dir, flags)
+            report = lowered.lowering_report()
+            cache.write_atomic(d / "report.txt", report)
+            if shared:
+                cache.store_meta(key, {"name": prim_func.name, "target": target}, self.FILES)
+            return CpuExecutable(prim_func, lib_path, source, report), None
 
 
 def _extent(expr, shape_values) -> int:
@@ -194,33 +202,30 @@ class CudaBackend:
         from ..engine.callback import cuda_postproc_identity
         return _C.nvrtc_id() + cuda_postproc_identity()
 
+    FILES = ("kernel.cubin", "kernel.cu")  # of a cache entry
+
     def build(self, prim_func, target, key, flags, include_dir, pass_configs=None):
         lowered = _C.lower(prim_func.handle, target, switches(pass_configs))
         infos = _C.cuda_kernel_infos(lowered)
-        if cache.enabled():
-            d = cache.entry_dir(key)
-            cubin_path, meta = d / "kernel.cubin", d / "meta.json"
-            if cubin_path.exists() and meta.exists():
+        with _build_dir(key) as (d, shared):
+            if shared and cache.lookup(key, self.FILES) is not None:
                 try:
-                    return CudaExecutable(infos, cubin_path.read_bytes(), (d / "kernel.cu").read_text(),
+                    return CudaExecutable(infos, (d / "kernel.cubin").read_bytes(), (d / "kernel.cu").read_text(),
                                           lowered.lowering_report(), prim_func.params), "disk"
                 except (TileLangError, OSError):
-                    pass
-        from ..engine.callback import apply_cuda_postproc
-        source = apply_cuda_postproc(_C.codegen(lowered, target), target)
-        arch = target.split("-arch=")[1].split()[0]
-        # tl.enable_fast_math: approximate division, square roots and exponentials (off by
-        # default, as upstream).
-        fast_math = bool((pass_configs or {}).get("tl.enable_fast_math"))
-        cubin = _C.nvrtc_compile(source, f"{prim_func.name}.cu", arch, [include_dir], fast_math)
-        d = _entry_dir(key)
-        (d / "kernel.cu").write_text(source)
-        tmp = d / "kernel.cubin.tmp"
-        tmp.write_bytes(cubin)
-        tmp.replace(d / "kernel.cubin")
-        if cache.enabled():
-            cache.store_meta(key, {"name": prim_func.name, "target": target})
-        return CudaExecutable(infos, cubin, source, lowered.lowering_report(), prim_func.params), None
+                    pass  # built again below
+            from ..engine.callback import apply_cuda_postproc
+            source = apply_cuda_postproc(_C.codegen(lowered, target), target)
+            arch = target.split("-arch=")[1].split()[0]
+            # tl.enable_fast_math: approximate division, square roots and exponentials (off by
+            # default, as upstream).
+            fast_math = bool((pass_configs or {}).get("tl.enable_fast_math"))
+            cubin = _C.nvrtc_compile(source, f"{prim_func.name}.cu", arch, [include_dir], fast_math)
+            cache.write_atomic(d / "kernel.cu", source)
+            cache.write_atomic(d / "kernel.cubin", cubin)
+            if shared:
+                cache.store_meta(key, {"name": prim_func.name, "target": target}, self.FILES)
+            return CudaExecutable(infos, cubin, source, lowered.lowering_report(), prim_func.params), None
 
 
 def backend_for(target: str, prim_func=None):

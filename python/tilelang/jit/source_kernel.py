@@ -67,23 +67,20 @@ class SourceKernelBackend:
         # The IR of a source kernel is an empty body: the source is what identifies it.
         return f"{_C.nvrtc_id()} source {self._source_hash}{cuda_postproc_identity()}"
 
+    FILES = ("kernel.cubin", "kernel.cu")  # of a cache entry
+
     def build(self, prim_func, target, key, flags, include_dir, pass_configs=None):
-        from .backends import _entry_dir
-        if cache.enabled():
-            d = cache.entry_dir(key)
-            cubin_path, meta = d / "kernel.cubin", d / "meta.json"
-            if cubin_path.exists() and meta.exists():
+        from .backends import _build_dir
+        with _build_dir(key) as (d, shared):
+            if shared and cache.lookup(key, self.FILES) is not None:
                 try:
-                    return SourceKernelExecutable(prim_func, cubin_path.read_bytes(),
+                    return SourceKernelExecutable(prim_func, (d / "kernel.cubin").read_bytes(),
                                                   (d / "kernel.cu").read_text()), "disk"
                 except (TileLangError, OSError):
-                    pass
-        source, cubin = compile_cubin(prim_func, target, include_dir, pass_configs)
-        d = _entry_dir(key)
-        (d / "kernel.cu").write_text(source)
-        tmp = d / "kernel.cubin.tmp"
-        tmp.write_bytes(cubin)
-        tmp.replace(d / "kernel.cubin")
-        if cache.enabled():
-            cache.store_meta(key, {"name": prim_func.name, "target": target})
-        return SourceKernelExecutable(prim_func, cubin, source), None
+                    pass  # built again below
+            source, cubin = compile_cubin(prim_func, target, include_dir, pass_configs)
+            cache.write_atomic(d / "kernel.cu", source)
+            cache.write_atomic(d / "kernel.cubin", cubin)
+            if shared:
+                cache.store_meta(key, {"name": prim_func.name, "target": target}, self.FILES)
+            return SourceKernelExecutable(prim_func, cubin, source), None

@@ -55,6 +55,9 @@ def _device() -> _Adapter:
         return _device()
     features = [f for f in ("shader-f16", "subgroup", "timestamp-query") if f in adapter.features]
     limits = {k: adapter.limits[k] for k in ("max-compute-invocations-per-workgroup",
+                                             "max-compute-workgroup-size-x",
+                                             "max-compute-workgroup-size-y",
+                                             "max-compute-workgroup-size-z",
                                              "max-compute-workgroup-storage-size",
                                              "max-buffer-size",
                                              "max-storage-buffer-binding-size",
@@ -124,6 +127,15 @@ def subgroup_size() -> int:
     """The subgroup size kernels for target 'webgpu' are lowered with on this adapter (0:
     reductions across threads go through workgroup memory alone)."""
     return _device().subgroup
+
+
+def adapter_limits() -> dict:
+    """The adapter's limits in the form _C.lower checks a kernel's launch against."""
+    lim = _device().limits
+    return {"max_threads_per_block": lim["max-compute-invocations-per-workgroup"],
+            "max_threads_per_dim": [lim[f"max-compute-workgroup-size-{d}"] for d in "xyz"],
+            "max_grid": [lim["max-compute-workgroups-per-dimension"]] * 3,
+            "max_shared_bytes": lim["max-compute-workgroup-storage-size"]}
 
 
 def adapter_id() -> str:
@@ -218,19 +230,10 @@ class WebGPUExecutable:
         self.status = None
         self.max_buffer_bytes = min(limits["max-buffer-size"], limits["max-storage-buffer-binding-size"])
         self.max_groups = limits["max-compute-workgroups-per-dimension"]
-        # The adapter's limits are checked here, where the adapter is known; the errors
-        # point at the T.Kernel whose launch exceeds them.
+        # Threads, workgroup memory and constant grids were checked against the adapter's
+        # limits when the kernel was lowered (adapter_limits); the binding count is the
+        # runtime's. The error points at the T.Kernel line.
         where = (info.get("kernel_file") or None, info.get("kernel_line") or None)
-        threads = int(np.prod(info["workgroup_size"]))
-        if threads > limits["max-compute-invocations-per-workgroup"]:
-            raise TileLangUnsupportedError(
-                f"not supported on webgpu: {threads} threads per block; the adapter allows "
-                f"{limits['max-compute-invocations-per-workgroup']}", *where, "launch fewer threads per block")
-        if info["workgroup_bytes"] > limits["max-compute-workgroup-storage-size"]:
-            raise TileLangUnsupportedError(
-                f"not supported on webgpu: the kernel needs {info['workgroup_bytes']} bytes of shared (workgroup) "
-                f"memory; the adapter allows {limits['max-compute-workgroup-storage-size']}", *where,
-                "use smaller shared tiles")
         if len(self.buffers) > limits["max-storage-buffers-per-shader-stage"]:
             raise TileLangUnsupportedError(
                 f"not supported on webgpu: {len(self.buffers)} buffer parameters; the adapter allows "
@@ -428,7 +431,7 @@ class WebGPUBackend:
             target = f"{target} -subgroup={adapter.subgroup}"
 
         def compile_for(t):
-            lowered = _C.lower(prim_func.handle, t, switches(pass_configs))
+            lowered = _C.lower(prim_func.handle, t, switches(pass_configs), adapter_limits())
             return _C.codegen_wgsl(lowered, t, adapter.has_f16), lowered.lowering_report()
 
         def without_subgroups():

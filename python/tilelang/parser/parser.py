@@ -161,6 +161,8 @@ class Parser:
             cls = TileLangNameError
         elif isinstance(e, TypeError):
             cls = TileLangTypeError
+        elif isinstance(e, SyntaxError):  # e.g. a construct evaluated as Python that is not valid there
+            cls = TileLangSyntaxError
         else:
             cls = TileLangError
         return self.error(cls, f"{type(e).__name__}: {e}", node)
@@ -430,6 +432,10 @@ class Parser:
         names = _target_names(item.optional_vars) if item.optional_vars is not None else []
         if names is None:
             raise self.error(TileLangSyntaxError, "`as` of T.Kernel takes a name or a tuple of names", node)
+        # `as ids` over several grid extents binds the list of block indices (as upstream).
+        as_list = isinstance(item.optional_vars, ast.Name) and len(spec.grid) > 1
+        if as_list:
+            list_name, names = names[0], []
         if len(names) > len(spec.grid):
             raise self.error(TileLangTypeError,
                              f"T.Kernel has {len(spec.grid)} grid extent(s) but binds {len(names)} name(s)", node)
@@ -445,6 +451,8 @@ class Parser:
         try:
             for name, v in zip(names, block_vars):
                 self.scopes[-1].names[name] = v
+            if as_list:
+                self.scopes[-1].names[list_name] = list(block_vars)
             self.visit_body(node.body)
         finally:
             self.scopes.pop()
@@ -566,6 +574,13 @@ class Parser:
         result = None
         for op, right_node in zip(node.ops, node.comparators):
             right = self.ev(right_node)
+            if isinstance(op, (ast.Is, ast.IsNot)) and (is_expr(left) or is_expr(right)) \
+                    and left is not None and right is not None:
+                # Identity of two IR handles is decided at parse time and is never the
+                # comparison of the values the program means.
+                raise self.error(TileLangSyntaxError, f"'{'is' if isinstance(op, ast.Is) else 'is not'}' on "
+                                 "kernel values compares Python objects, not values", node,
+                                 "use == or != to compare values")
             r = _CMPOPS[type(op)](left, right)
             if result is None:
                 result = r

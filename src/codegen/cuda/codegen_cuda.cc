@@ -39,13 +39,14 @@
 #include "ir/functor.h"
 #include "ir/intrinsics.h"
 #include "ir/op.h"
+#include "transform/check_thread_budget.h"
+#include "transform/plan_shared_memory.h"
 
 namespace tl {
 namespace {
 
 using namespace c_like;  // Emitter, Code, wrap, the precedence constants, the type helpers
 
-constexpr int64_t kDynSmemAlign = 128;
 // The block itself starts on 1 KiB: plan_shared_memory places tiles on 1 KiB offsets for
 // the 8-row atoms of 128-byte swizzles.
 constexpr int64_t kDynSmemBaseAlign = 1024;
@@ -58,34 +59,6 @@ int arch_number(const std::string& arch) {
   Target t;
   t.arch = arch;
   return t.arch_number();
-}
-
-// Shared memory one block may use (with the opt-in above 48 KiB), by compute capability;
-// 0 when unknown.
-int64_t max_shared_per_block(int arch) {
-  switch (arch) {
-    case 70:
-    case 72:
-      return 96 * 1024;
-    case 75:
-      return 64 * 1024;
-    case 80:
-    case 87:
-      return 163 * 1024;
-    case 86:
-    case 89:
-    case 120:
-    case 121:
-      return 99 * 1024;
-    case 90:
-    case 100:
-    case 101:
-    case 103:
-    case 110:
-      return 227 * 1024;
-    default:
-      return 0;
-  }
 }
 
 const std::unordered_set<std::string>& cuda_reserved_names() {
@@ -186,80 +159,6 @@ std::vector<KernelSite> find_kernels(const PrimFunc& f) {
   };
   walk(f->body);
   return sites;
-}
-
-// Where each dynamic shared allocation of a kernel lives, and the totals.
-struct SharedPlan {
-  std::unordered_map<const AllocateNode*, int64_t> dyn_offsets;
-  int64_t dyn_bytes = 0;
-  int64_t static_bytes = 0;
-};
-
-int64_t buffer_bytes(const Buffer& b, Span span) {
-  int64_t n = b->const_size();
-  if (n < 0)
-    fail(ErrorKind::Unsupported, span,
-         "shared buffer '" + b->name + "' has a symbolic size, which target cuda does not support",
-         "give shared tiles constant shapes (tile sizes are compile-time values)");
-  return n * b->dtype.bytes();
-}
-
-int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
-
-SharedPlan plan_shared(const KernelNode* k) {
-  SharedPlan plan;
-  std::vector<const AllocateNode*> unplaced;
-  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
-    if (!s) return;
-    switch (s->kind) {
-      case StmtKind::Seq:
-        for (auto& x : as<SeqStmtNode>(s)->seq) walk(x);
-        return;
-      case StmtKind::For:
-        return walk(as<ForNode>(s)->body);
-      case StmtKind::IfThenElse:
-        walk(as<IfThenElseNode>(s)->then_case);
-        return walk(as<IfThenElseNode>(s)->else_case);
-      case StmtKind::LetStmt:
-        return walk(as<LetStmtNode>(s)->body);
-      case StmtKind::Allocate: {
-        auto* a = as<AllocateNode>(s);
-        const Buffer& b = a->buffer;
-        if (b->scope == scope::kSharedDyn) {
-          int64_t bytes = buffer_bytes(b, a->span);
-          auto it = a->attrs.find("offset");
-          std::optional<int64_t> offset;
-          if (it != a->attrs.end()) {
-            if (auto* i = std::get_if<int64_t>(&it->second)) offset = *i;
-            if (auto* e = std::get_if<Expr>(&it->second); e && const_int(*e)) offset = *const_int(*e);
-            if (!offset || *offset < 0)
-              fail(ErrorKind::Internal, a->span, "internal: shared buffer '" + b->name + "' has a bad offset",
-                   "plan_shared_memory gives each shared.dyn allocation a constant byte offset");
-          }
-          if (offset) {
-            plan.dyn_offsets[a] = *offset;
-            plan.dyn_bytes = std::max(plan.dyn_bytes, *offset + bytes);
-          } else {
-            unplaced.push_back(a);
-          }
-        } else if (b->scope == scope::kShared) {
-          plan.static_bytes += round_up(buffer_bytes(b, a->span), 16);
-        }
-        return walk(a->body);
-      }
-      default:
-        return;
-    }
-  };
-  walk(k->body);
-  // Without a plan from the lowering: one after another, past the planned ones.
-  int64_t end = round_up(plan.dyn_bytes, kDynSmemAlign);
-  for (auto* a : unplaced) {
-    plan.dyn_offsets[a] = end;
-    end = round_up(end + buffer_bytes(a->buffer, a->span), kDynSmemAlign);
-    plan.dyn_bytes = end;
-  }
-  return plan;
 }
 
 // tma_load(global element, shared element, mbarrier element, swizzle bytes, rank,
@@ -395,20 +294,15 @@ class CodeGenCUDA : public Emitter {
   void emit_kernel(const KernelSite& site, const std::string& name) {
     const KernelNode* k = site.kernel;
     current_kernel_ = k;
+    spills_ = per_thread_array_bytes(*k) > kCudaRegisterBytes;
     check_kernel_shape(k);
-    SharedPlan plan = plan_shared(k);
+    SharedMemoryUse plan = shared_memory_use(k);
     if (plan.static_bytes > kStaticSmemLimit)
       fail(ErrorKind::Unsupported, k->span,
            "the kernel declares " + std::to_string(plan.static_bytes) +
                " bytes of static shared memory; CUDA allows at most 49152",
            "allocate large tiles in dynamic shared memory (scope \"shared.dyn\")");
-    int64_t smem_limit = max_shared_per_block(arch_number(opts_.arch));
-    if (smem_limit > 0 && plan.static_bytes + plan.dyn_bytes > smem_limit)
-      fail(ErrorKind::Unsupported, k->span,
-           "the kernel needs " + std::to_string(plan.static_bytes + plan.dyn_bytes) +
-               " bytes of shared memory; " + opts_.arch + " allows at most " + std::to_string(smem_limit) +
-               " per block",
-           "use smaller tiles or fewer pipeline stages");
+    // The per-block total against the architecture's limit is check_block_budget's.
     plan_ = &plan;
     KernelUses uses = collect_uses(k->body);
     auto add_vars = [&](const Expr& e) {
@@ -858,8 +752,46 @@ class CodeGenCUDA : public Emitter {
   }
 
   void loop_pragma(const ForNode* n) override {
-    if (n->for_kind == ForKind::Unrolled || n->for_kind == ForKind::Vectorized) pragma("unroll");
+    if (n->for_kind != ForKind::Unrolled && n->for_kind != ForKind::Vectorized) return;
+    // In a kernel whose per-thread arrays exceed the registers, the arrays live in local
+    // memory anyway, and unrolling nests of thousands of copies only makes NVRTC run for
+    // minutes: a loop whose unrolled nest would hold more than kMaxUnrolledCopies copies
+    // of its body stays a loop (the loops inside it are still unrolled).
+    if (spills_ && unrolled_copies(n) > kMaxUnrolledCopies) return pragma("unroll 1");
+    pragma("unroll");
   }
+
+  // Copies of the innermost body that unrolling n and the unrolled loops inside it makes.
+  static int64_t unrolled_copies(const Stmt& s) {
+    if (!s) return 1;
+    switch (s->kind) {
+      case StmtKind::Seq: {
+        int64_t most = 1;
+        for (auto& x : as<SeqStmtNode>(s)->seq) most = std::max(most, unrolled_copies(x));
+        return most;
+      }
+      case StmtKind::For: {
+        auto* f = as<ForNode>(s);
+        if (f->for_kind != ForKind::Unrolled && f->for_kind != ForKind::Vectorized) return 1;
+        return unrolled_copies(f);
+      }
+      case StmtKind::IfThenElse:
+        return std::max(unrolled_copies(as<IfThenElseNode>(s)->then_case),
+                        unrolled_copies(as<IfThenElseNode>(s)->else_case));
+      case StmtKind::LetStmt:
+        return unrolled_copies(as<LetStmtNode>(s)->body);
+      case StmtKind::Allocate:
+        return unrolled_copies(as<AllocateNode>(s)->body);
+      default:
+        return 1;
+    }
+  }
+  static int64_t unrolled_copies(const ForNode* n) {
+    const int64_t* count = const_int(n->extent);
+    return std::min<int64_t>(count ? std::max<int64_t>(*count, 1) : 1, 1 << 20) *
+           std::min<int64_t>(unrolled_copies(n->body), 1 << 20);
+  }
+  static constexpr int64_t kMaxUnrolledCopies = 256;
 
   // `for v in vectorized(L): dst[base + v] = src[base2 + v]` as one 4/8/16-byte access.
   bool try_vector_copy(const ForNode* n) {
@@ -1210,11 +1142,11 @@ class CodeGenCUDA : public Emitter {
         init = convert(make_int(0), b->dtype).text;  // zero: never read garbage
       line(t + " " + info.name + " = " + init + ";");
     } else if (b->scope == scope::kShared) {
-      int64_t count = buffer_bytes(b, n->span) / b->dtype.bytes();
+      int64_t count = shared_buffer_bytes(b, n->span) / b->dtype.bytes();
       line("__shared__ alignas(16) " + t + " " + info.name + "[" + std::to_string(count > 0 ? count : 1) +
            "];");
     } else if (b->scope == scope::kSharedDyn) {
-      buffer_bytes(b, n->span);
+      shared_buffer_bytes(b, n->span);
       int64_t off = plan_->dyn_offsets.at(n);
       line(t + "* " + info.name + " = reinterpret_cast<" + t + "*>(tl_dyn_smem + " + std::to_string(off) +
            ");");
@@ -1241,10 +1173,11 @@ class CodeGenCUDA : public Emitter {
   PrimFunc func_;
   std::vector<std::pair<const CudaKernelParam*, std::string>> tensor_maps_;  // this kernel's, with their names
   const KernelNode* current_kernel_ = nullptr;
+  bool spills_ = false;  // the kernel's per-thread arrays exceed the registers
   CudaCodegenOptions opts_;
   std::vector<CudaKernelParam> params_;
   std::unordered_map<const void*, BufferInfo> buffers_;
-  const SharedPlan* plan_ = nullptr;
+  const SharedMemoryUse* plan_ = nullptr;
 };
 
 }  // namespace
@@ -1271,7 +1204,7 @@ std::vector<CudaKernelInfo> cuda_kernel_infos(const PrimFunc& lowered) {
       info.grid[d] = g;
     }
     for (size_t d = 0; d < k->threads.size() && d < 3; ++d) info.block[d] = k->threads[d];
-    SharedPlan plan = plan_shared(k);
+    SharedMemoryUse plan = shared_memory_use(k);
     info.dynamic_shared_bytes = plan.dyn_bytes;
     info.static_shared_bytes = plan.static_bytes;
     info.params = params;

@@ -244,12 +244,14 @@ class WgslCodegen {
     // NVIDIA's Vulkan driver (H200), i32 `%` was wrong for 70% of operands with a negative
     // side (273 % -5 gave 273, -461 % 15 gave 5) while `/` was right. `&` where `&&` would
     // branch.
-    if (need_truncmod_) h += "fn tl_truncmod(a: i32, b: i32) -> i32 {\n  return a - (a / b) * b;\n}\n";
+    if (need_truncmod_)
+      h += "fn tl_truncmod(a: i32, b: i32) -> i32 {\n  return select(a - (a / b) * b, 0, b == 0);\n}\n";
     // Float max and min return NaN when an operand is NaN, as numpy's maximum and minimum do
     // (WGSL's may return the other operand). NaN is read from the bits, which no assumption
-    // of finite math can fold away.
+    // of finite math can fold away. An f16 is widened to f32 first (exact, NaN stays NaN):
+    // naga refuses the bitcast of a vec2<f16> to u32 that WGSL allows.
     for (const std::string& t : nan_min_max_) {
-      std::string bits = t == "f16" ? "(bitcast<u32>(vec2<f16>(x, 0.0h)) & 0x7fffu) > 0x7c00u"
+      std::string bits = t == "f16" ? "(bitcast<u32>(f32(x)) & 0x7fffffffu) > 0x7f800000u"
                                     : "(bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u";
       h += "fn tl_isnan_" + t + "(x: " + t + ") -> bool {\n  return " + bits + ";\n}\n";
       for (const char* f : {"max", "min"})
@@ -258,14 +260,19 @@ class WgslCodegen {
     }
     if (need_floordiv_)
       h += "fn tl_floordiv(a: i32, b: i32) -> i32 {\n  let q = a / b;\n  let r = a - q * b;\n"
-           "  return select(q, q - 1, (r != 0) & ((r < 0) != (b < 0)));\n}\n";
+           "  return select(select(q, q - 1, (r != 0) & ((r < 0) != (b < 0))), 0, b == 0);\n}\n";
     if (need_floormod_)
       h += "fn tl_floormod(a: i32, b: i32) -> i32 {\n  let r = a - (a / b) * b;\n"
-           "  return select(r, r + b, (r != 0) & ((r < 0) != (b < 0)));\n}\n";
+           "  return select(select(r, r + b, (r != 0) & ((r < 0) != (b < 0))), 0, b == 0);\n}\n";
     return h;
   }
 
   // ---------------------------------------------------------------- expressions
+  static bool divisor_is_safe(const Expr& e) {
+    auto* i = as<IntImmNode>(e);
+    return i && i->value != 0 && (i->value != -1 || e->dtype.is_uint());
+  }
+  static std::string t_zero(DataType t) { return t.is_uint() ? "0u" : "0"; }
   bool nonneg(const Expr& e) {
     if (auto* i = as<IntImmNode>(e)) return i->value >= 0;
     if (auto* v = as<VarNode>(e)) return nonneg_.count(v) > 0;
@@ -393,14 +400,19 @@ class WgslCodegen {
       case BinaryOp::Add: return infix("+");
       case BinaryOp::Sub: return infix("-");
       case BinaryOp::Mul: return infix("*");
-      case BinaryOp::Div: return infix("/");
+      // WGSL's integer a / 0 is a and a % 0 is 0; numpy's (and the other back ends') are 0.
+      case BinaryOp::Div:
+        if (fl || divisor_is_safe(n->b)) return infix("/");
+        return "select(" + infix("/") + ", " + t_zero(t) + ", " + b + " == " + t_zero(t) + ")";
       case BinaryOp::Mod:
         if (fl || t.is_uint() || (nonneg(n->a) && nonneg(n->b))) return infix("%");
         need_truncmod_ = true;
         return "tl_truncmod(" + a + ", " + b + ")";
       case BinaryOp::FloorDiv:
         if (fl) return "floor(" + a + " / " + b + ")";
-        if (t.is_uint() || (nonneg(n->a) && nonneg(n->b))) return infix("/");
+        if ((t.is_uint() || nonneg(n->a)) && divisor_is_safe(n->b)) return infix("/");
+        if (t.is_uint() || (nonneg(n->a) && nonneg(n->b)))
+          return "select(" + infix("/") + ", " + t_zero(t) + ", " + b + " == " + t_zero(t) + ")";
         need_floordiv_ = true;
         return "tl_floordiv(" + a + ", " + b + ")";
       case BinaryOp::FloorMod:

@@ -3,6 +3,8 @@
 // nest, fragments and shared buffers become block-private arrays.
 #include "transform/pipeline/cpu.h"
 
+#include "transform/check_block_budget.h"
+#include "transform/check_buffer_bounds.h"
 #include "transform/check_register_bounds.h"
 #include "transform/check_tile_ops.h"
 #include "transform/legalize_safe_memory_access.h"
@@ -17,6 +19,7 @@ PrimFunc lower_for_cpu(const PrimFunc& f, const Target& target) {
   std::vector<Pass> passes = {
       // User errors first, while the program still looks like what the user wrote.
       {"check_tile_ops", check_tile_ops},
+      {"check_buffer_bounds", check_buffer_bounds},
       {"verify_cpu", verify_cpu},
       // Element accesses written by hand that may run past a global tensor get guards.
       {"legalize_safe_memory_access", legalize_safe_memory_access},
@@ -26,6 +29,8 @@ PrimFunc lower_for_cpu(const PrimFunc& f, const Target& target) {
       {"simplify", simplify},
       // No per-thread (local) array is read or written past its end.
       {"check_register_bounds", check_register_bounds},
+      // What one launch asks for (grid, threads, shared memory) fits the exact target.
+      {"check_block_budget", [&](const PrimFunc& g) { return check_block_budget(g, target); }},
   };
   return run_passes(f, passes);
 }

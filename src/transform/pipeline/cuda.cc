@@ -3,6 +3,8 @@
 #include "transform/pipeline/cuda.h"
 
 #include "transform/check_barrier_protocol.h"
+#include "transform/check_block_budget.h"
+#include "transform/check_buffer_bounds.h"
 #include "transform/check_register_bounds.h"
 #include "transform/check_thread_budget.h"
 #include "transform/check_tile_ops.h"
@@ -21,6 +23,7 @@ namespace tl {
 PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
   std::vector<Pass> passes = {
       {"check_tile_ops", check_tile_ops},
+      {"check_buffer_bounds", check_buffer_bounds},
       {"legalize_safe_memory_access", legalize_safe_memory_access},
       // T.Pipelined: copies run ahead into multi-buffered shared memory (cp.async).
       {"inject_software_pipeline", [&](const PrimFunc& g) { return inject_software_pipeline(g, target); }},
@@ -42,6 +45,8 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       {"check_barrier_protocol", check_barrier_protocol},
       // wgmma reads shared memory through the async proxy: writers fence before barriers.
       {"fence_async_proxy", fence_async_proxy},
+      // What one launch asks for (grid, threads, shared memory) fits the exact target.
+      {"check_block_budget", [&](const PrimFunc& g) { return check_block_budget(g, target); }},
   };
   return run_passes(f, passes);
 }

@@ -4,6 +4,8 @@
 // values through workgroup memory (Target::warp_size() is 1).
 #include "transform/pipeline/webgpu.h"
 
+#include "transform/check_block_budget.h"
+#include "transform/check_buffer_bounds.h"
 #include "transform/check_register_bounds.h"
 #include "transform/check_thread_budget.h"
 #include "transform/check_tile_ops.h"
@@ -18,6 +20,7 @@ namespace tl {
 PrimFunc lower_for_webgpu(const PrimFunc& f, const Target& target) {
   std::vector<Pass> passes = {
       {"check_tile_ops", check_tile_ops},
+      {"check_buffer_bounds", check_buffer_bounds},
       {"legalize_safe_memory_access", legalize_safe_memory_access},
       // Barriers are placed at tile level, where every statement is one block-wide step.
       {"insert_barriers", insert_barriers},
@@ -27,6 +30,8 @@ PrimFunc lower_for_webgpu(const PrimFunc& f, const Target& target) {
       {"check_register_bounds", check_register_bounds},
       // What each thread holds fits the target (else an error, not a compiler that never ends).
       {"check_thread_budget", [&](const PrimFunc& g) { return check_thread_budget(g, target); }},
+      // What one launch asks for (grid, threads, shared memory) fits the exact target.
+      {"check_block_budget", [&](const PrimFunc& g) { return check_block_budget(g, target); }},
   };
   return run_passes(f, passes);
 }

@@ -1,0 +1,662 @@
+"""Kernel templates of the differential fuzzer. Each template draws its parameters (tile
+sizes, stages, threads, shapes with tails, dtypes, options) from a numpy generator, builds
+the kernel, the call's arguments and numpy's answer for every output.
+
+A template is a class with:
+  draw(rng, target)     -> dict of parameters (Python values only, printable); target is the
+                           back end's name, so that a draw avoids what it refuses by design
+                           (int8 and bfloat16 tensors on webgpu, reductions of shared tiles on
+                           GPU targets), which would only test the refusal
+  kernel(p)             -> the T.prim_func
+  arguments(p, rng)     -> every argument in order; outputs prefilled (NaN where the kernel
+                           must write, the initial value where it accumulates)
+  expected(p, args)     -> {argument index: the array numpy computes for it}
+  tolerance(p)          -> (rtol, atol) of the comparison
+Reads past a tensor's end yield 0 and writes past it are skipped (docs/tile_ops.md): the
+references pad with zeros where a tile runs past the end.
+"""
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+import tilelang.language as T
+
+NP = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "int32": np.int32,
+      "int8": np.int8}
+# Relative size of one rounding of each dtype.
+EPS = {"float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+
+
+def pick(rng, options):
+    """One of options (a list of Python values), as a Python value."""
+    return options[int(rng.integers(0, len(options)))]
+
+
+# What a back end refuses by design (a typed "not supported" error): draws avoid it.
+REFUSED_DTYPES = {"webgpu": {"int8", "bfloat16"}}
+
+
+def dtype_for(rng, target, options):
+    """One of options that target takes."""
+    refused = REFUSED_DTYPES.get(target.split()[0], set())
+    return pick(rng, [d for d in options if d not in refused])
+
+
+def extent_with_tail(rng, tile, max_tiles=3):
+    """A problem extent: whole tiles, a partial last tile, or less than one tile."""
+    kind = pick(rng, ["exact", "tail", "tail", "small"]) if tile > 1 else "exact"
+    if kind == "small":
+        return int(rng.integers(1, tile + 1))
+    tiles = int(rng.integers(1, max_tiles + 1))
+    return tiles * tile if kind == "exact" else max(1, tiles * tile - int(rng.integers(1, tile)))
+
+
+def uniform(rng, shape, dtype, lo=-1.0, hi=1.0):
+    if dtype.startswith("int"):
+        return rng.integers(int(lo), int(hi) + 1, shape).astype(NP[dtype])
+    return rng.uniform(lo, hi, shape).astype(NP[dtype])
+
+
+def padded(a, shape):
+    """a enlarged to shape with zeros (what tiles read past the end)."""
+    out = np.zeros(shape, np.float64)
+    out[tuple(slice(0, n) for n in a.shape)] = a
+    return out
+
+
+def ceil(a, b):
+    return (a + b - 1) // b
+
+
+def float_tolerance(dtype, terms=1):
+    eps = EPS[dtype]
+    return 4 * eps * terms, 4 * eps * terms
+
+
+# ---------------------------------------------------------------------------- GEMM
+
+class Gemm:
+    name = "gemm"
+
+    def draw(self, rng, target):
+        dtype = dtype_for(rng, target, ["float32", "float16", "bfloat16", "float16", "int8"])
+        bm, bn, bk = pick(rng, [16, 32, 64]), pick(rng, [16, 32, 64]), pick(rng, [16, 32])
+        k_tiles = pick(rng, [1, 2, 3, 5])
+        return dict(M=extent_with_tail(rng, bm), N=extent_with_tail(rng, bn),
+                    K=max(1, k_tiles * bk - pick(rng, [0, 0, int(rng.integers(1, bk))])),
+                    block_M=bm, block_N=bn, block_K=bk, dtype=dtype, threads=pick(rng, [32, 64, 128, 256]),
+                    num_stages=pick(rng, [0, 1, 2, 3]), transpose_A=bool(rng.integers(0, 2)),
+                    transpose_B=bool(rng.integers(0, 2)))
+
+    def kernel(self, p):
+        M, N, K = p["M"], p["N"], p["K"]
+        bm, bn, bk = p["block_M"], p["block_N"], p["block_K"]
+        dtype, ta, tb = p["dtype"], p["transpose_A"], p["transpose_B"]
+        acc_t = "int32" if dtype == "int8" else "float32"
+        a_shape, b_shape = ((K, M) if ta else (M, K)), ((N, K) if tb else (K, N))
+        a_tile, b_tile = ((bk, bm) if ta else (bm, bk)), ((bn, bk) if tb else (bk, bn))
+
+        @T.prim_func
+        def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), acc_t)):
+            with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=p["threads"]) as (bx, by):
+                As = T.alloc_shared(a_tile, dtype)
+                Bs = T.alloc_shared(b_tile, dtype)
+                Cf = T.alloc_fragment((bm, bn), acc_t)
+                T.clear(Cf)
+                for k in T.Pipelined(T.ceildiv(K, bk), num_stages=p["num_stages"]):
+                    if ta:
+                        T.copy(A[k * bk, by * bm], As)
+                    else:
+                        T.copy(A[by * bm, k * bk], As)
+                    if tb:
+                        T.copy(B[bx * bn, k * bk], Bs)
+                    else:
+                        T.copy(B[k * bk, bx * bn], Bs)
+                    T.gemm(As, Bs, Cf, transpose_A=ta, transpose_B=tb)
+                T.copy(Cf, C[by * bm, bx * bn])
+
+        return gemm
+
+    def arguments(self, p, rng):
+        M, N, K, dtype = p["M"], p["N"], p["K"], p["dtype"]
+        lo, hi = (-8, 8) if dtype == "int8" else (-1, 1)
+        a = uniform(rng, (K, M) if p["transpose_A"] else (M, K), dtype, lo, hi)
+        b = uniform(rng, (N, K) if p["transpose_B"] else (K, N), dtype, lo, hi)
+        c = np.zeros((M, N), np.int32) if dtype == "int8" else np.full((M, N), np.nan, np.float32)
+        if dtype == "int8":
+            c[...] = -12345  # every element is written
+        return [a, b, c]
+
+    def expected(self, p, args):
+        a, b = (x.astype(np.float64) for x in args[:2])
+        a = a.T if p["transpose_A"] else a
+        b = b.T if p["transpose_B"] else b
+        return {2: a @ b}
+
+    def tolerance(self, p):
+        if p["dtype"] == "int8":
+            return 0.0, 0.0
+        # Products of the inputs are exact in float32; the sums are rounded.
+        return 1e-5, 4e-6 * p["K"]
+
+
+# ---------------------------------------------------------------------------- reductions
+
+REDUCE_OPS = {"sum": np.sum, "max": np.max, "min": np.min, "abssum": lambda x, axis: np.sum(np.abs(x), axis=axis),
+              "absmax": lambda x, axis: np.max(np.abs(x), axis=axis)}
+
+
+class Reduce:
+    name = "reduce"
+
+    def draw(self, rng, target):
+        op = pick(rng, list(REDUCE_OPS))
+        bm, bn = pick(rng, [1, 4, 8, 16, 32]), pick(rng, [1, 8, 16, 32, 64])
+        return dict(op=op, dim=pick(rng, [0, 1, -1]), block_M=bm, block_N=bn, M=extent_with_tail(rng, bm),
+                    N=extent_with_tail(rng, bn), threads=pick(rng, [32, 64, 128, 256]),
+                    clear=op == "abssum" or bool(rng.integers(0, 2)),
+                    scope=pick(rng, ["fragment", "shared"] if target == "cpu" else ["fragment"]),
+                    dtype=dtype_for(rng, target, ["float32", "float32", "float16", "int32"]))
+
+    @staticmethod
+    def _axis(p):
+        """The axis of the tile that is reduced (1: along rows, one result per row)."""
+        return 1 if p["dim"] in (1, -1) else 0
+
+    def _shape(self, p):
+        gm, gn = ceil(p["M"], p["block_M"]), ceil(p["N"], p["block_N"])
+        return (gm * p["block_M"], gn) if self._axis(p) == 1 else (gm, gn * p["block_N"])
+
+    def kernel(self, p):
+        M, N, bm, bn, dtype, dim = p["M"], p["N"], p["block_M"], p["block_N"], p["dtype"], p["dim"]
+        gm, gn = ceil(M, bm), ceil(N, bn)
+        axis = self._axis(p)
+        out_shape = self._shape(p)
+        r_len = bm if axis == 1 else bn
+        op, clear, scope = p["op"], p["clear"], p["scope"]
+        alloc = T.alloc_fragment if scope == "fragment" else T.alloc_shared
+
+        @T.prim_func
+        def reduce(X: T.Tensor((M, N), dtype), Init: T.Tensor(out_shape, dtype), Out: T.Tensor(out_shape, dtype)):
+            with T.Kernel(gn, gm, threads=p["threads"]) as (bx, by):
+                x = alloc((bm, bn), dtype)
+                r = T.alloc_fragment((r_len,), dtype)
+                T.copy(X[by * bm, bx * bn], x)
+                if axis == 1:
+                    T.copy(Init[by * bm:(by + 1) * bm, bx], r)
+                else:
+                    T.copy(Init[by, bx * bn:(bx + 1) * bn], r)
+                if op == "sum":
+                    T.reduce_sum(x, r, dim=dim, clear=clear)
+                elif op == "max":
+                    T.reduce_max(x, r, dim=dim, clear=clear)
+                elif op == "min":
+                    T.reduce_min(x, r, dim=dim, clear=clear)
+                elif op == "abssum":
+                    T.reduce_abssum(x, r, dim=dim)
+                else:
+                    T.reduce_absmax(x, r, dim=dim, clear=clear)
+                if axis == 1:
+                    T.copy(r, Out[by * bm:(by + 1) * bm, bx])
+                else:
+                    T.copy(r, Out[by, bx * bn:(bx + 1) * bn])
+
+        return reduce
+
+    def arguments(self, p, rng):
+        dtype = p["dtype"]
+        lo, hi = (-50, 50) if dtype == "int32" else (-1, 1)
+        x = uniform(rng, (p["M"], p["N"]), dtype, lo, hi)
+        init = uniform(rng, self._shape(p), dtype, lo, hi)
+        out = np.full(self._shape(p), -7 if dtype == "int32" else np.nan, NP[dtype])
+        return [x, init, out]
+
+    def expected(self, p, args):
+        x, init = args[0].astype(np.float64), args[1].astype(np.float64)
+        bm, bn = p["block_M"], p["block_N"]
+        gm, gn = ceil(p["M"], bm), ceil(p["N"], bn)
+        tiles = padded(x, (gm * bm, gn * bn)).reshape(gm, bm, gn, bn)
+        if self._axis(p) == 1:  # along the rows of each tile: (gm, bm, gn)
+            red = REDUCE_OPS[p["op"]](tiles, axis=3).reshape(gm * bm, gn)
+        else:  # along the columns of each tile: (gm, gn, bn)
+            red = REDUCE_OPS[p["op"]](tiles, axis=1).reshape(gm, gn * bn)
+        if not p["clear"] and p["op"] != "abssum":
+            combine = {"sum": np.add, "max": np.maximum, "min": np.minimum, "absmax": np.maximum}[p["op"]]
+            red = combine(init, red)
+        return {2: red}
+
+    def tolerance(self, p):
+        if p["dtype"] == "int32":
+            return 0.0, 0.0
+        n = p["block_N"] if self._axis(p) == 1 else p["block_M"]
+        rt, at = float_tolerance(p["dtype"], 2 + (n if "sum" in p["op"] else 0))
+        return rt, at
+
+
+# ---------------------------------------------------------------------------- element-wise with broadcast
+
+def random_expression(rng, depth):
+    """A small expression tree over the leaves 'a' (the element), 'b' (the broadcast
+    operand) and constants."""
+    if depth == 0 or rng.random() < 0.25:
+        leaf = pick(rng, ["a", "b", "a", "b", "const"])
+        return ("const", float(pick(rng, [0.5, -1.5, 2.0, 3.0]))) if leaf == "const" else (leaf,)
+    op = pick(rng, ["add", "sub", "mul", "max", "min", "abs", "select", "exp", "add", "mul"])
+    if op == "abs":
+        return ("abs", random_expression(rng, depth - 1))
+    if op == "exp":
+        return ("exp", pick(rng, [("a",), ("b",)]))  # bounded arguments only
+    return (op, random_expression(rng, depth - 1), random_expression(rng, depth - 1))
+
+
+def evaluate(tree, a, b, ops):
+    kind = tree[0]
+    if kind == "a":
+        return a
+    if kind == "b":
+        return b
+    if kind == "const":
+        return ops["const"](tree[1])
+    args = [evaluate(t, a, b, ops) for t in tree[1:]]
+    return ops[kind](*args)
+
+
+T_OPS = {"const": lambda v: v, "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
+         "max": lambda x, y: T.max(x, y), "min": lambda x, y: T.min(x, y), "abs": lambda x: T.abs(x),
+         "exp": lambda x: T.exp(x), "select": lambda x, y: T.if_then_else(x > y, x, y * 0.5)}
+NP_OPS = {"const": lambda v: v, "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum,
+          "min": np.minimum, "abs": np.abs, "exp": np.exp, "select": lambda x, y: np.where(x > y, x, y * 0.5)}
+
+
+def expression_text(tree):
+    if tree[0] in ("a", "b"):
+        return tree[0]
+    if tree[0] == "const":
+        return repr(tree[1])
+    return f"{tree[0]}({', '.join(expression_text(t) for t in tree[1:])})"
+
+
+class Elementwise:
+    name = "elementwise"
+
+    def draw(self, rng, target):
+        bm, bn = pick(rng, [1, 2, 8, 16, 32]), pick(rng, [1, 4, 16, 32, 64])
+        p = dict(M=extent_with_tail(rng, bm), N=extent_with_tail(rng, bn), block_M=bm, block_N=bn,
+                    broadcast=pick(rng, ["row", "col", "full", "scalar"]),
+                    via=pick(rng, ["global", "fragment", "shared"]), dtype=dtype_for(rng, target, ["float32", "float16",
+                                                                                      "bfloat16", "float32"]),
+                    threads=pick(rng, [32, 64, 128, 256]), seed=int(rng.integers(0, 2 ** 31)))
+        p["expr"] = expression_text(self._tree(p))  # for the reproduction line
+        return p
+
+    @staticmethod
+    def _tree(p):
+        return random_expression(np.random.default_rng(p["seed"]), 3)
+
+    def _b_shape(self, p):
+        return {"row": (p["N"],), "col": (p["M"],), "full": (p["M"], p["N"]), "scalar": None}[p["broadcast"]]
+
+    def kernel(self, p):
+        M, N, bm, bn, dtype, via, bc = p["M"], p["N"], p["block_M"], p["block_N"], p["dtype"], p["via"], p["broadcast"]
+        tree = self._tree(p)
+        b_shape = self._b_shape(p) or (1,)
+
+        def f(a, b):
+            return evaluate(tree, a, b, T_OPS)
+
+        @T.prim_func
+        def elementwise(A: T.Tensor((M, N), dtype), B: T.Tensor(b_shape, dtype), s: T.float32,
+                        C: T.Tensor((M, N), dtype)):
+            with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=p["threads"]) as (bx, by):
+                if via == "global":
+                    for i, j in T.Parallel(bm, bn):
+                        r, c = by * bm + i, bx * bn + j
+                        if bc == "row":
+                            C[r, c] = f(A[r, c], B[c])
+                        elif bc == "col":
+                            C[r, c] = f(A[r, c], B[r])
+                        elif bc == "full":
+                            C[r, c] = f(A[r, c], B[r, c])
+                        else:
+                            C[r, c] = f(A[r, c], T.cast(s, dtype))
+                else:
+                    t = T.alloc_fragment((bm, bn), dtype) if via == "fragment" else T.alloc_shared((bm, bn), dtype)
+                    o = T.alloc_fragment((bm, bn), dtype)
+                    T.copy(A[by * bm, bx * bn], t)
+                    for i, j in T.Parallel(bm, bn):
+                        r, c = by * bm + i, bx * bn + j
+                        if bc == "row":
+                            o[i, j] = f(t[i, j], B[c])
+                        elif bc == "col":
+                            o[i, j] = f(t[i, j], B[r])
+                        elif bc == "full":
+                            o[i, j] = f(t[i, j], B[r, c])
+                        else:
+                            o[i, j] = f(t[i, j], T.cast(s, dtype))
+                    T.copy(o, C[by * bm, bx * bn])
+
+        return elementwise
+
+    def arguments(self, p, rng):
+        dtype = p["dtype"]
+        a = uniform(rng, (p["M"], p["N"]), dtype)
+        b = uniform(rng, self._b_shape(p) or (1,), dtype)
+        s = float(np.float32(rng.uniform(-1, 1)).astype(NP[dtype]))
+        return [a, b, s, np.full((p["M"], p["N"]), np.nan, NP[dtype])]
+
+    def expected(self, p, args):
+        a, b, s = args[0].astype(np.float64), args[1].astype(np.float64), args[2]
+        bc = p["broadcast"]
+        bb = {"row": b[None, :], "col": b[:, None] if b.ndim == 1 else b, "full": b, "scalar": s}[bc]
+        out = evaluate(self._tree(p), a, np.broadcast_to(bb, a.shape), NP_OPS)
+        return {3: np.broadcast_to(out, a.shape).astype(NP[p["dtype"]]).astype(np.float64)}
+
+    def tolerance(self, p):
+        # Intermediate values stay below ~10 (exp of [-1, 1], three levels); a few roundings.
+        eps = EPS[p["dtype"]]
+        return 8 * eps, 80 * eps
+
+
+# ---------------------------------------------------------------------------- copies with offsets, unit extents
+
+class Copy:
+    name = "copy"
+
+    def draw(self, rng, target):
+        rank = pick(rng, [2, 2, 3])
+        tile = [pick(rng, [1, 1, 2, 4, 8, 16]) for _ in range(rank)]
+        shape = [extent_with_tail(rng, t) for t in tile]
+        offset = [pick(rng, [0, 0, 1, 3]) for _ in range(rank)]
+        # Lower-rank tiles drop unit extents: a (1, 8) tile of a 3-D tensor may be written (8,).
+        drop = rank == 3 and tile[0] == 1 and bool(rng.integers(0, 2))
+        return dict(shape=shape, tile=tile, offset=offset, drop_leading=drop,
+                    path=pick(rng, ["shared", "fragment", "shared-fragment", "fragment-shared"]),
+                    form=pick(rng, ["point", "slice"]), dtype=dtype_for(rng, target, ["float32", "float16", "int32"]),
+                    threads=pick(rng, [32, 64, 128]))
+
+    def kernel(self, p):
+        shape, tile, off, dtype = tuple(p["shape"]), tuple(p["tile"]), p["offset"], p["dtype"]
+        rank = len(shape)
+        grid = [ceil(shape[d], tile[d]) for d in range(rank)]
+        buf_tile = tile[1:] if p["drop_leading"] else tile
+        path, form = p["path"].split("-"), p["form"]
+
+        def alloc(kind):
+            return T.alloc_shared(buf_tile, dtype) if kind == "shared" else T.alloc_fragment(buf_tile, dtype)
+
+        def region(G, base):
+            if form == "point":
+                return G[tuple(base)]
+            return G[tuple(slice(b, b + t) for b, t in zip(base, tile))]
+
+        def corner(ids, shift):
+            """The tile's first element: block indices (bx first) times the tile, plus shift."""
+            idx = list(reversed(ids))
+            return [idx[d] * tile[d] + shift[d] for d in range(rank)]
+
+        @T.prim_func
+        def copy(A: T.Tensor(shape, dtype), Out: T.Tensor(shape, dtype)):
+            with T.Kernel(*reversed(grid), threads=p["threads"]) as ids:
+                start = corner(ids, [0] * rank)
+                src = corner(ids, off)
+                first = alloc(path[0])
+                T.copy(region(A, src), first)
+                last = first
+                if len(path) > 1:
+                    last = alloc(path[1])
+                    T.copy(first, last)
+                T.copy(last, region(Out, start))
+
+        return copy
+
+    def arguments(self, p, rng):
+        shape = tuple(p["shape"])
+        return [uniform(rng, shape, p["dtype"], -100, 100), np.full(shape, -9 if p["dtype"] == "int32" else np.nan,
+                                                                    NP[p["dtype"]])]
+
+    def expected(self, p, args):
+        a = args[0].astype(np.float64)
+        shape, off = p["shape"], p["offset"]
+        big = padded(a, tuple(s + o for s, o in zip(shape, off)))
+        return {1: big[tuple(slice(o, o + s) for s, o in zip(shape, off))]}
+
+    def tolerance(self, p):
+        return 0.0, 0.0
+
+
+# ---------------------------------------------------------------------------- cumsum
+
+class Cumsum:
+    name = "cumsum"
+
+    def draw(self, rng, target):
+        dim = pick(rng, [0, 1])
+        block = pick(rng, [1, 4, 8, 16, 32])
+        length = pick(rng, [1, 3, 16, 32, 64, 100])  # the scanned extent, one tile
+        other = extent_with_tail(rng, block)
+        M, N = (length, other) if dim == 0 else (other, length)
+        return dict(M=M, N=N, dim=dim, block=block, reverse=bool(rng.integers(0, 2)),
+                    scope=pick(rng, ["fragment", "shared"]), threads=pick(rng, [32, 64, 128]),
+                    dtype=dtype_for(rng, target, ["float32", "float32", "int32"]))
+
+    def kernel(self, p):
+        M, N, dim, block, dtype, scope = p["M"], p["N"], p["dim"], p["block"], p["dtype"], p["scope"]
+        tile = (block, N) if dim == 1 else (M, block)
+        blocks = ceil(M, block) if dim == 1 else ceil(N, block)
+
+        @T.prim_func
+        def cumsum(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+            with T.Kernel(blocks, threads=p["threads"]) as bx:
+                r0 = bx * block if dim == 1 else 0
+                c0 = 0 if dim == 1 else bx * block
+                if scope == "shared":
+                    s = T.alloc_shared(tile, dtype)
+                    T.copy(X[r0, c0], s)
+                    T.cumsum(s, dim=dim, reverse=p["reverse"])
+                    T.copy(s, Y[r0, c0])
+                else:
+                    x = T.alloc_fragment(tile, dtype)
+                    y = T.alloc_fragment(tile, dtype)
+                    T.copy(X[r0, c0], x)
+                    T.cumsum(x, y, dim=dim, reverse=p["reverse"])
+                    T.copy(y, Y[r0, c0])
+
+        return cumsum
+
+    def arguments(self, p, rng):
+        dt = p["dtype"]
+        return [uniform(rng, (p["M"], p["N"]), dt, -20, 20) if dt == "int32" else uniform(rng, (p["M"], p["N"]), dt),
+                np.full((p["M"], p["N"]), -3 if dt == "int32" else np.nan, NP[dt])]
+
+    def expected(self, p, args):
+        x = args[0].astype(np.float64)
+        if p["reverse"]:
+            y = np.flip(np.cumsum(np.flip(x, p["dim"]), axis=p["dim"]), p["dim"])
+        else:
+            y = np.cumsum(x, axis=p["dim"])
+        return {1: y}
+
+    def tolerance(self, p):
+        return (0.0, 0.0) if p["dtype"] == "int32" else (1e-5, 1e-5 * max(p["M"], p["N"]))
+
+
+# ---------------------------------------------------------------------------- softmax
+
+class Softmax:
+    name = "softmax"
+
+    def draw(self, rng, target):
+        bm = pick(rng, [1, 2, 4, 8, 16])
+        return dict(M=extent_with_tail(rng, bm), N=pick(rng, [1, 8, 16, 30, 64, 128]), block_M=bm,
+                    exp2=bool(rng.integers(0, 2)), scale=pick(rng, [1.0, 4.0]), threads=pick(rng, [32, 64, 128]),
+                    dtype=dtype_for(rng, target, ["float32", "float16"]))
+
+    def kernel(self, p):
+        M, N, bm, dtype, scale = p["M"], p["N"], p["block_M"], p["dtype"], p["scale"]
+        log2e = 1.4426950408889634
+
+        @T.prim_func
+        def softmax(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+            with T.Kernel(T.ceildiv(M, bm), threads=p["threads"]) as bx:
+                x = T.alloc_fragment((bm, N), "float32")
+                mx = T.alloc_fragment((bm,), "float32")
+                sm = T.alloc_fragment((bm,), "float32")
+                T.copy(X[bx * bm, 0], x)
+                T.reduce_max(x, mx, dim=1)
+                for i, j in T.Parallel(bm, N):
+                    if p["exp2"]:
+                        x[i, j] = T.exp2((x[i, j] - mx[i]) * (scale * log2e))
+                    else:
+                        x[i, j] = T.exp((x[i, j] - mx[i]) * scale)
+                T.reduce_sum(x, sm, dim=1)
+                for i, j in T.Parallel(bm, N):
+                    x[i, j] = x[i, j] / sm[i]
+                T.copy(x, Y[bx * bm, 0])
+
+        return softmax
+
+    def arguments(self, p, rng):
+        return [uniform(rng, (p["M"], p["N"]), p["dtype"], -3, 3), np.full((p["M"], p["N"]), np.nan, NP[p["dtype"]])]
+
+    def expected(self, p, args):
+        x = args[0].astype(np.float64) * p["scale"]
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return {1: e / e.sum(axis=1, keepdims=True)}
+
+    def tolerance(self, p):
+        return (1e-5, 1e-6) if p["dtype"] == "float32" else (4e-3, 1e-3)
+
+
+# ---------------------------------------------------------------------------- pipelines with trip counts
+
+class Pipeline:
+    name = "pipeline"
+
+    def draw(self, rng, target):
+        bm, bn = pick(rng, [8, 16, 32]), pick(rng, [8, 16, 32, 64])
+        # dynamic: the trip count is T.ceildiv of a dynamic dimension, known when the kernel
+        # runs (0 for an empty input).
+        return dict(trips=pick(rng, [0, 1, 2, 3, 7]), block_M=bm, block_N=bn, N=extent_with_tail(rng, bn),
+                    dynamic=bool(rng.integers(0, 2)),
+                    num_stages=pick(rng, [0, 1, 2, 3, 4]), threads=pick(rng, [32, 64, 128, 256]),
+                    body=pick(rng, ["parallel", "gemm", "two-copies"]),
+                    dtype=dtype_for(rng, target, ["float32", "float16"]))
+
+    def kernel(self, p):
+        trips, bm, bn, N, dtype, body = p["trips"], p["block_M"], p["block_N"], p["N"], p["dtype"], p["body"]
+        rows = max(trips, 1) * bm
+        if p["dynamic"]:
+            rows = T.dynamic("rows")
+            trips = T.ceildiv(rows, bm)
+
+        @T.prim_func
+        def pipeline(A: T.Tensor((rows, N), dtype), W: T.Tensor((rows, bm), dtype), Out: T.Tensor((bm, N), "float32")):
+            with T.Kernel(T.ceildiv(N, bn), threads=p["threads"]) as bx:
+                s = T.alloc_shared((bm, bn), dtype)
+                w = T.alloc_shared((bm, bm), dtype)
+                acc = T.alloc_fragment((bm, bn), "float32")
+                T.clear(acc)
+                for k in T.Pipelined(trips, num_stages=p["num_stages"]):
+                    T.copy(A[k * bm, bx * bn], s)
+                    if body == "parallel":
+                        for i, j in T.Parallel(bm, bn):
+                            acc[i, j] += s[i, j] * 2.0
+                    elif body == "gemm":
+                        T.copy(W[k * bm, 0], w)
+                        T.gemm(w, s, acc)
+                    else:
+                        T.copy(W[k * bm, 0], w)
+                        for i, j in T.Parallel(bm, bn):
+                            acc[i, j] += s[i, j] * w[i, i]
+                T.copy(acc, Out[0, bx * bn])
+
+        return pipeline
+
+    def arguments(self, p, rng):
+        rows = (p["trips"] if p["dynamic"] else max(p["trips"], 1)) * p["block_M"]
+        return [uniform(rng, (rows, p["N"]), p["dtype"]), uniform(rng, (rows, p["block_M"]), p["dtype"]),
+                np.full((p["block_M"], p["N"]), np.nan, np.float32)]
+
+    def expected(self, p, args):
+        a, w = args[0].astype(np.float64), args[1].astype(np.float64)
+        bm, trips = p["block_M"], p["trips"]
+        out = np.zeros((bm, p["N"]))
+        for k in range(trips):
+            s, wk = a[k * bm:(k + 1) * bm], w[k * bm:(k + 1) * bm]
+            if p["body"] == "parallel":
+                out += 2 * s
+            elif p["body"] == "gemm":
+                out += wk @ s
+            else:  # the product of two elements is of their dtype (rounded), then accumulated
+                out += (s * np.diag(wk)[:, None]).astype(NP[p["dtype"]]).astype(np.float64)
+        return {2: out}
+
+    def tolerance(self, p):
+        return 1e-5, 1e-5 * max(1, p["trips"]) * p["block_M"]
+
+
+# ---------------------------------------------------------------------------- atomics
+
+class Atomic:
+    name = "atomic"
+
+    def draw(self, rng, target):
+        bm, bn = pick(rng, [1, 4, 8, 16]), pick(rng, [1, 8, 16, 32])
+        return dict(M=extent_with_tail(rng, bm, 4), N=extent_with_tail(rng, bn, 4), block_M=bm, block_N=bn,
+                    rows=pick(rng, [1, 3, 7]), op=pick(rng, ["add", "add", "max", "min"]),
+                    form=pick(rng, ["element", "tile"]), dtype=dtype_for(rng, target, ["int32", "int32", "float32"]),
+                    threads=pick(rng, [32, 64, 128]))
+
+    def kernel(self, p):
+        M, N, bm, bn, rows, op, dtype = p["M"], p["N"], p["block_M"], p["block_N"], p["rows"], p["op"], p["dtype"]
+        form = p["form"] if p["op"] == "add" else "element"
+        out_rows = rows * bm
+
+        @T.prim_func
+        def atomic(X: T.Tensor((M, N), dtype), Out: T.Tensor((out_rows, N), dtype)):
+            with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=p["threads"]) as (bx, by):
+                x = T.alloc_fragment((bm, bn), dtype)
+                T.copy(X[by * bm, bx * bn], x)
+                # Block rows by and by + rows collide on the same output rows.
+                base = (by % rows) * bm
+                if form == "tile":
+                    T.atomic_add(Out[base:base + bm, bx * bn:bx * bn + bn], x)
+                else:
+                    for i, j in T.Parallel(bm, bn):
+                        if by * bm + i < M and bx * bn + j < N:
+                            if op == "add":
+                                T.atomic_add(Out[base + i, bx * bn + j], x[i, j])
+                            elif op == "max":
+                                T.atomic_max(Out[base + i, bx * bn + j], x[i, j])
+                            else:
+                                T.atomic_min(Out[base + i, bx * bn + j], x[i, j])
+
+        return atomic
+
+    def arguments(self, p, rng):
+        dt = p["dtype"]
+        x = uniform(rng, (p["M"], p["N"]), dt, -40, 40) if dt == "int32" else uniform(rng, (p["M"], p["N"]), dt)
+        out = uniform(rng, (p["rows"] * p["block_M"], p["N"]), dt, -5, 5) if dt == "int32" else \
+            uniform(rng, (p["rows"] * p["block_M"], p["N"]), dt)
+        return [x, out]
+
+    def expected(self, p, args):
+        x, out = args[0].astype(np.float64), args[1].astype(np.float64).copy()
+        bm, rows = p["block_M"], p["rows"]
+        fn = {"add": np.add, "max": np.maximum, "min": np.minimum}[p["op"]]
+        for r in range(p["M"]):
+            by, i = divmod(r, bm)
+            target = (by % rows) * bm + i
+            out[target] = fn(out[target], x[r]) if p["op"] != "add" else out[target] + x[r]
+        return {1: out}
+
+    def tolerance(self, p):
+        if p["dtype"] == "int32" or p["op"] != "add":
+            return 0.0, 0.0
+        return 1e-6, 1e-6 * math.ceil(p["M"] / p["block_M"])
+
+
+TEMPLATES = {t.name: t for t in (Gemm(), Reduce(), Elementwise(), Copy(), Cumsum(), Softmax(), Pipeline(), Atomic())}
