@@ -135,6 +135,15 @@ class Specialize : public IRMutator {
     // Registers: the producer keeps 40, the consumers share the rest (at most 240 each).
     consumer_regs_ = std::min<int64_t>(240, ((65536 - 128 * 40) / threads_) / 8 * 8);
     done_ = false;
+    // The consumers' block-wide barriers become a named barrier with an id the kernel's
+    // own code leaves free.
+    UsedBarrierIds used;
+    used.visit(n->body);
+    barrier_id_ = 1;
+    while (used.ids.count(barrier_id_)) ++barrier_id_;
+    if (barrier_id_ > 15)
+      fail(ErrorKind::Unsupported, n->span, "warp specialisation needs a named barrier, and the kernel uses all 15",
+           "leave one barrier id free, or pass_configs={'tl.disable_warp_specialized': True}");
     Stmt body = split(n->body);
     if (!done_) fail(ErrorKind::Internal, n->span, "internal: the warp-specialised loop is not at the kernel's top level");
     report.push_back(n->span.str() + ": warp specialised: " + std::to_string(threads_) + " consumer threads (" +
@@ -178,33 +187,31 @@ class Specialize : public IRMutator {
           return std::make_shared<AllocateNode>(a->buffer, specialised(before, a, after), a->attrs, a->span);
         }
         if (!contains_ws_loop(seq->seq[i])) continue;
-        std::vector<Stmt> out = seq->seq;
-        out[i] = split(seq->seq[i]);
+        // The statements around the scope that holds the loop were lowered for the
+        // consumers' threads: only they run them (the producer warpgroup is extra).
+        std::vector<Stmt> out;
+        for (size_t j = 0; j < seq->seq.size(); ++j)
+          out.push_back(j == i ? split(seq->seq[i]) : consumers_only(seq->seq[j]));
         return std::make_shared<SeqStmtNode>(out, seq->span);
       }
     }
     return s;  // not reached for the kernel that holds the loop (done_ stays false)
   }
 
-  // init; barrier; if tx < T: consumers else: producer.
+  Stmt consumers_only(const Stmt& st) {
+    NamedBarriers named(threads_, barrier_id_);
+    return std::make_shared<IfThenElseNode>(lt(tx_, c(threads_), st->span), named.mutate(st), nullptr, st->span);
+  }
+
+  // [if tx < T: what comes before the loop]; init; barrier; if tx < T: consumers else: producer.
   Stmt specialised(const std::vector<Stmt>& before, const AllocateNode* bars, const std::vector<Stmt>& after) {
     done_ = true;
     auto* inner = as<SeqStmtNode>(bars->body);
     Span sp = bars->span;
     const ForNode* loop = as<ForNode>(inner->seq.back());
     std::vector<Stmt> prologue(inner->seq.begin(), inner->seq.end() - 1);  // barrier, init, barrier
-    UsedBarrierIds used;
-    for (auto& st : before) used.visit(st);
-    used.visit(bars->body);
-    for (auto& st : after) used.visit(st);
-    int64_t free_id = 1;
-    while (used.ids.count(free_id)) ++free_id;
-    if (free_id > 15)
-      fail(ErrorKind::Unsupported, sp, "warp specialisation needs a named barrier, and the kernel uses all 15",
-           "leave one barrier id free, or pass_configs={'tl.disable_warp_specialized': True}");
-    NamedBarriers named(threads_, free_id);
+    NamedBarriers named(threads_, barrier_id_);
     std::vector<Stmt> consumer = {call_stmt("set_max_nreg", {c(consumer_regs_), c(1)}, sp)};
-    for (auto& st : before) consumer.push_back(named.mutate(st));
     Stmt consumer_body = role_body(loop, 0);
     int64_t stages = std::get<int64_t>(loop->attrs.at("num_stages"));
     auto [overlapped, drain] = overlap_wgmma(loop, consumer_body, stages);
@@ -220,10 +227,15 @@ class Specialize : public IRMutator {
     Stmt producer = make_seq({call_stmt("set_max_nreg", {c(40), c(0)}, sp), leader}, sp);
     Stmt roles = std::make_shared<IfThenElseNode>(lt(tx_, c(threads_), sp), make_seq(consumer, sp), producer, sp);
     prologue.push_back(roles);
+    // What comes before the loop stays before the barrier initialisation, whose fence and
+    // block-wide barrier publish its shared-memory writes (a query tile the wgmma reads)
+    // to every consumer: moved after it, the writes would race with the first reads.
+    if (!before.empty()) prologue.insert(prologue.begin(), consumers_only(make_seq(before, sp)));
     return make_seq(prologue, sp);
   }
 
   int64_t threads_ = 0;
+  int64_t barrier_id_ = 1;
   int64_t consumer_regs_ = 232;
   Expr tx_;
   bool done_ = false;
