@@ -18,17 +18,20 @@ import triton
 import tilelang
 import tilelang.language as T
 
-# (block_M, block_N, block_K, num_stages, threads): the same list for every implementation;
-# each figure is the best of the list.
+# (block_M, block_N, block_K, num_stages, threads[, "persistent"]): the same list for every
+# implementation; each figure is the best of the list. "persistent" launches one block per
+# SM, each taking tiles in turn (T.Persistent), instead of one block per tile.
 CONFIGS_16BIT = [
     (128, 256, 64, 3, 256),
     (128, 256, 64, 4, 256),
     (256, 128, 64, 3, 256),
+    (128, 256, 64, 4, 256, "persistent"),
 ]
 CONFIGS_8BIT = [
     (128, 256, 128, 3, 256),
     (128, 256, 128, 4, 256),
     (256, 128, 128, 3, 256),
+    (128, 256, 128, 4, 256, "persistent"),
 ]
 SQUARES = [2048, 4096, 8192, 16384]
 LLM_NK = [(4096, 4096), (7168, 7168), (14336, 4096), (4096, 14336), (28672, 4096)]
@@ -36,8 +39,11 @@ LLM_NK = [(4096, 4096), (7168, 7168), (14336, 4096), (4096, 14336), (28672, 4096
 
 # Every name an annotation uses also appears in the body: upstream's parser resolves names
 # from the function's closure, which holds only those.
-def matmul(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype="float32"):
+def matmul(M, N, K, block_M, block_N, block_K, num_stages, threads, schedule="grid", *, dtype,
+           accum_dtype="float32"):
     """C = A @ B, B stored K x N, C in the input dtype."""
+    if schedule == "persistent":
+        return matmul_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype)
 
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
@@ -56,8 +62,53 @@ def matmul(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum
     return main
 
 
-def matmul_nt_fp8(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype="float32"):
+def matmul_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype):
+    """matmul with one block per SM, each taking output tiles in turn."""
+    sm_num = torch.cuda.get_device_properties(0).multi_processor_count
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(sm_num, threads=threads) as (block_id):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            for by, bx in T.Persistent([T.ceildiv(M, block_M), T.ceildiv(N, block_N)], sm_num, block_id):
+                T.clear(C_local)
+                for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                    T.copy(A[by * block_M, k * block_K], A_shared)
+                    T.copy(B[k * block_K, bx * block_N], B_shared)
+                    T.gemm(A_shared, B_shared, C_local)
+                T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def matmul_nt_fp8_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype):
+    """matmul_nt_fp8 with one block per SM, each taking output tiles in turn."""
+    sm_num = torch.cuda.get_device_properties(0).multi_processor_count
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), "bfloat16")):
+        with T.Kernel(sm_num, threads=threads) as (block_id):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_N, block_K), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            for by, bx in T.Persistent([T.ceildiv(M, block_M), T.ceildiv(N, block_N)], sm_num, block_id):
+                T.clear(C_local)
+                for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                    T.copy(A[by * block_M, k * block_K], A_shared)
+                    T.copy(B[bx * block_N, k * block_K], B_shared)
+                    T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+                T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def matmul_nt_fp8(M, N, K, block_M, block_N, block_K, num_stages, threads, schedule="grid", *, dtype,
+                  accum_dtype="float32"):
     """C = A @ B^T in bfloat16, B stored N x K (the layout 8-bit tensor-core operands need)."""
+    if schedule == "persistent":
+        return matmul_nt_fp8_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype)
 
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), "bfloat16")):

@@ -50,6 +50,22 @@ void collect(const Stmt& s, std::vector<Expr>& conds, std::vector<BarrierOp>& ou
   }
 }
 
+// The pipeline's iteration counter (a loop inside another loop) read as a variable.
+class CounterAsVar : public IRMutator {
+ public:
+  CounterAsVar(Buffer counter, Var var) : counter_(std::move(counter)), var_(std::move(var)) {}
+  using IRMutator::mutate;
+
+ protected:
+  Expr mutate_load(const Expr& e, const BufferLoadNode* n) override {
+    return n->buffer == counter_ ? Expr(var_) : IRMutator::mutate_load(e, n);
+  }
+
+ private:
+  Buffer counter_;
+  Var var_;
+};
+
 class Checker : public IRVisitor {
  public:
   std::vector<std::string> report;
@@ -59,6 +75,7 @@ class Checker : public IRVisitor {
   void visit_kernel(const KernelNode* k) override {
     roles_.clear();
     counts_.clear();
+    counter_ = nullptr;
     for (size_t d = 0; d < k->block_vars.size(); ++d)
       if (const int64_t* g = const_int(k->grid[d])) analyzer_.bind(k->block_vars[d].get(), 0, *g);
     IRVisitor::visit_kernel(k);
@@ -83,10 +100,29 @@ class Checker : public IRVisitor {
                         2 * stages + 1, 3 * stages + 2})
         if (n >= 0 && n <= most && std::find(trips.begin(), trips.end(), n) == trips.end()) trips.push_back(n);
     }
-    for (int64_t n : trips) simulate(n, k->span);
+    // A loop inside another loop runs several times, its iterations counted across the
+    // runs: the same trip count three times, and runs of mixed trip counts.
+    std::vector<std::vector<int64_t>> runs;
+    for (int64_t n : trips) runs.push_back(counter_ ? std::vector<int64_t>{n, n, n} : std::vector<int64_t>{n});
+    if (counter_ && trips.size() > 2) {
+      runs.push_back(trips);
+      runs.push_back(std::vector<int64_t>(trips.rbegin(), trips.rend()));
+    }
+    if (counter_) {
+      base_ = std::make_shared<VarNode>("pipeline_iter", DataType::Int(32));
+      CounterAsVar as_var(counter_, base_);
+      for (auto& r : roles_)
+        for (auto& op : r.ops) {
+          for (auto& c : op.conds) c = as_var.mutate(c);
+          op.index = as_var.mutate(op.index);
+          if (op.parity) op.parity = as_var.mutate(op.parity);
+        }
+    }
+    for (auto& run : runs) simulate(run, k->span);
     std::string list;
     for (int64_t n : trips) list += (list.empty() ? "" : ", ") + std::to_string(n);
-    report.push_back(k->span.str() + ": barrier protocol checked (no hang, alternating parities) for trip counts " + list);
+    report.push_back(k->span.str() + ": barrier protocol checked (no hang, alternating parities) for trip counts " + list +
+                     (counter_ ? " (each three times in a row, and in runs of mixed counts)" : ""));
   }
 
   void visit_if(const IfThenElseNode* n) override {
@@ -101,6 +137,11 @@ class Checker : public IRVisitor {
       visit(n->else_case);
     }
     threads_ = saved;
+  }
+
+  void visit_allocate(const AllocateNode* n) override {
+    if (n->attrs.count("pipeline_counter")) counter_ = n->buffer;
+    IRVisitor::visit_allocate(n);
   }
 
   void visit_let(const LetStmtNode* n) override {
@@ -131,7 +172,7 @@ class Checker : public IRVisitor {
     int64_t pending = 0, completed = 0;
   };
 
-  void simulate(int64_t n, Span span) {
+  void simulate(const std::vector<int64_t>& run, Span span) {
     std::map<int64_t, Barrier> bars;
     for (auto& [index, count] : counts_) bars[index].pending = count;
     // Each role's operations for iterations 0..n-1, conditions applied.
@@ -140,19 +181,27 @@ class Checker : public IRVisitor {
       int64_t bar, parity;
     };
     std::vector<std::vector<Event>> programs(roles_.size());
-    for (size_t r = 0; r < roles_.size(); ++r)
-      for (int64_t i = 0; i < n; ++i) {
-        IndexEnv env{{roles_[r].loop->var.get(), i + evaluate_index(roles_[r].loop->min, {})}};
-        for (auto& op : roles_[r].ops) {
-          bool on = true;
-          for (auto& c : op.conds) on = on && evaluate_index(c, env) != 0;
-          if (on) programs[r].push_back({&op, evaluate_index(op.index, env), op.parity ? evaluate_index(op.parity, env) : 0});
+    for (size_t r = 0; r < roles_.size(); ++r) {
+      int64_t base = 0;
+      for (int64_t n : run) {
+        for (int64_t i = 0; i < n; ++i) {
+          IndexEnv env{{roles_[r].loop->var.get(), i + evaluate_index(roles_[r].loop->min, {})}};
+          if (base_) env[base_.get()] = base;
+          for (auto& op : roles_[r].ops) {
+            bool on = true;
+            for (auto& c : op.conds) on = on && evaluate_index(c, env) != 0;
+            if (on) programs[r].push_back({&op, evaluate_index(op.index, env), op.parity ? evaluate_index(op.parity, env) : 0});
+          }
         }
+        base += n;
       }
+    }
+    std::string n;
+    for (int64_t x : run) n += (n.empty() ? "" : " then ") + std::to_string(x);
     std::vector<size_t> pc(roles_.size(), 0);
     std::vector<std::map<int64_t, int64_t>> waits(roles_.size());  // waits done per barrier
     auto where = [&](const Event& e) {
-      return "trip count " + std::to_string(n) + ", " + e.op->op + " on barrier " + std::to_string(e.bar);
+      return "trip count " + n + ", " + e.op->op + " on barrier " + std::to_string(e.bar);
     };
     for (bool moved = true; moved;) {
       moved = false;
@@ -193,12 +242,14 @@ class Checker : public IRVisitor {
                                             " is never satisfied");
     for (auto& [index, b] : bars)
       if (b.pending != counts_[index])
-        fail(ErrorKind::Internal, span, "internal: barrier protocol: trip count " + std::to_string(n) + ": barrier " +
+        fail(ErrorKind::Internal, span, "internal: barrier protocol: trip count " + n + ": barrier " +
                                             std::to_string(index) + " is left with a partial phase");
   }
 
   std::vector<Role> roles_;
   std::map<int64_t, int64_t> counts_;
+  Buffer counter_;  // the iteration counter of a pipeline inside another loop
+  Var base_;
   arith::Analyzer analyzer_;
   int64_t threads_ = 1;
 };

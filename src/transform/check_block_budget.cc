@@ -1,6 +1,7 @@
 #include "transform/check_block_budget.h"
 
 #include <algorithm>
+#include <set>
 #include <vector>
 
 #include "ir/error.h"
@@ -80,7 +81,10 @@ class BlockBudget : public IRVisitor {
     int64_t total = 0;
     if (t_.kind == "cuda") {
       SharedMemoryUse use = shared_memory_use(k);
-      for (auto& b : use.buffers) items.push_back({b.alloc, b.bytes});
+      // A buffer both roles of a warp-specialised kernel use is allocated in each branch.
+      std::set<const BufferNode*> seen;
+      for (auto& b : use.buffers)
+        if (seen.insert(b.alloc->buffer.get()).second) items.push_back({b.alloc, b.bytes});
       total = use.dyn_bytes + use.static_bytes;
     } else {
       // One workgroup array per shared buffer, of 32-bit words at least (codegen_wgsl).

@@ -168,23 +168,42 @@ class SoftwarePipeline : public IRMutator {
   }
 
   Stmt mutate_if(const Stmt& s, const IfThenElseNode* n) override {
-    ++nesting_;
+    enclosing_.push_back(n);
     Stmt out = IRMutator::mutate_if(s, n);
-    --nesting_;
+    enclosing_.pop_back();
+    return out;
+  }
+
+  Stmt mutate_let(const Stmt& s, const LetStmtNode* n) override {
+    enclosing_.push_back(n);
+    Stmt out = IRMutator::mutate_let(s, n);
+    enclosing_.pop_back();
     return out;
   }
 
   Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
     kernel_ = n;
+    hoisted_ = {};
+    tma_pipelines_ = 0;
     Stmt out = IRMutator::mutate_kernel(s, n);
     kernel_ = nullptr;
-    return out;
+    if (!hoisted_.bars) return out;
+    // A TMA pipeline inside other loops: its mbarriers are set up once, at the kernel's
+    // start, and a running count of the pipeline's iterations (every role keeps its own
+    // copy) carries the stage and the phase from one run of the loop to the next.
+    auto* k = as<KernelNode>(out);
+    Span sp = k->span;
+    Stmt body = make_seq({call_stmt("sync_threads", {}, sp), hoisted_.init, call_stmt("sync_threads", {}, sp), k->body}, sp);
+    body = std::make_shared<AllocateNode>(hoisted_.bars, body, Attrs{{"pipelined", int64_t(1)}}, sp);
+    body = std::make_shared<AllocateNode>(hoisted_.counter, body,
+                                          Attrs{{"init", Expr(c(0))}, {"pipeline_counter", int64_t(1)}}, sp);
+    return std::make_shared<KernelNode>(k->block_vars, k->grid, k->thread_vars, k->threads, body, sp);
   }
 
   Stmt mutate_for(const Stmt& s, const ForNode* n) override {
-    ++nesting_;
+    enclosing_.push_back(n);
     Stmt body = mutate(n->body);
-    --nesting_;
+    enclosing_.pop_back();
     if (n->for_kind != ForKind::Pipelined) return body == n->body ? s : with_loop_body(n, body, n->for_kind, n->attrs);
     int64_t stages = 1;
     auto st = n->attrs.find("num_stages");
@@ -227,7 +246,8 @@ class SoftwarePipeline : public IRMutator {
     if (target_.disable_warp_specialized) return "pass config tl.disable_warp_specialized is set";
     if (!kernel_ || kernel_->threads.size() != 1 || kernel_->num_threads() % 128 != 0)
       return "the block is not a 1-D block of whole warpgroups";
-    if (nesting_ > 0) return "the loop is inside another loop or a branch";
+    if (tma_pipelines_ > 0) return "another loop of the kernel has the TMA pipeline (one per kernel)";
+    if (std::string why = why_not_nested(); !why.empty()) return why;
     bool gemm = false;
     for (size_t i = 0; i < stmts.size(); ++i) gemm = gemm || (!is_producer[i] && contains_gemm(stmts[i]));
     if (!gemm) return "no T.gemm consumes the copies";
@@ -266,6 +286,34 @@ class SoftwarePipeline : public IRMutator {
     return "";
   }
 
+  // The producer warpgroup runs the loops, lets and branches around the pipelined loop
+  // (not the rest of the block's work): they must be serial loops, and what they compute
+  // must depend only on indices and global memory, not on values the consumers make.
+  std::string why_not_nested() const {
+    for (const StmtNode* s : enclosing_) {
+      if (auto* f = dynamic_cast<const ForNode*>(s)) {
+        if (f->for_kind != ForKind::Serial)
+          return "the loop is inside a loop that is not serial (T.Parallel, T.Pipelined, unrolled)";
+        if (!index_only(f->min) || !index_only(f->extent))
+          return "an enclosing loop's range reads memory other than global tensors";
+      } else if (auto* i = dynamic_cast<const IfThenElseNode*>(s)) {
+        if (!index_only(i->cond)) return "an enclosing condition reads memory other than global tensors, or the thread index";
+      } else if (auto* l = dynamic_cast<const LetStmtNode*>(s)) {
+        if (!index_only(l->value)) return "the value of '" + l->var->name + "' around the loop reads memory other than global tensors";
+      }
+    }
+    return "";
+  }
+
+  static bool index_only(const Expr& e) {
+    bool ok = true;
+    for_each_expr(std::make_shared<EvaluateNode>(e), [&](const ExprNode* n) {
+      if (auto* l = dynamic_cast<const BufferLoadNode*>(n)) ok = ok && l->buffer->is_global();
+      if (auto* c = dynamic_cast<const CallNode*>(n)) ok = ok && c->op != "thread_index";
+    });
+    return ok;
+  }
+
   // A TMA pipeline in the form the warp specialisation pass splits: one loop whose body is
   //   if ws_role(1):  [wait empty[s] after the first round] arrive_expect_tx(full[s]) T.copy(tma)...
   //   if ws_role(0):  wait full[s]; consumers on slot s; arrive empty[s]
@@ -275,7 +323,13 @@ class SoftwarePipeline : public IRMutator {
                     const std::unordered_map<const BufferNode*, Buffer>& staged, int64_t S) {
     Span sp = loop->span;
     Buffer bars = make_buffer("pipeline_mbar", DataType::UInt(64), {c(2 * S)}, scope::kSharedDyn, sp);
-    Expr i = sub(loop->var, loop->min, sp);
+    // Inside another loop or a branch, the set-up moves to the kernel's start and the
+    // iterations are counted across the loop's runs (see mutate_kernel).
+    bool hoist = false;
+    for (const StmtNode* e : enclosing_) hoist = hoist || !dynamic_cast<const LetStmtNode*>(e);
+    Buffer counter = hoist ? make_buffer("pipeline_iter", DataType::Int(32), {c(1)}, scope::kLocalVar, sp) : nullptr;
+    Expr base = hoist ? make_load(counter, {c(0)}, sp) : c(0);
+    Expr i = add(base, sub(loop->var, loop->min, sp), sp);
     Expr slot = floormod(i, c(S), sp), round = floordiv(i, c(S), sp);
     auto bar = [&](const Expr& index) { return make_load(bars, {index}, sp); };
     Expr full = bar(slot), empty_bar = bar(add(slot, c(S), sp));
@@ -323,6 +377,12 @@ class SoftwarePipeline : public IRMutator {
     Expr first_thread = binary(BinaryOp::EQ, std::make_shared<CallNode>(DataType::Int(32), "thread_index",
                                                                         std::vector<Expr>{c(0)}, sp),
                                c(0), sp);
+    ++tma_pipelines_;
+    if (hoist) {
+      hoisted_ = {bars, counter, guarded(first_thread, make_seq(init, sp))};
+      Stmt count = std::make_shared<BufferStoreNode>(counter, add(base, loop->extent, sp), std::vector<Expr>{c(0)}, sp);
+      return make_seq({l, count}, sp);
+    }
     Stmt seq = make_seq({call_stmt("sync_threads", {}, sp), guarded(first_thread, make_seq(init, sp)),
                          call_stmt("sync_threads", {}, sp), l},
                         sp);
@@ -420,7 +480,13 @@ class SoftwarePipeline : public IRMutator {
 
   const Target& target_;
   const KernelNode* kernel_ = nullptr;
-  int nesting_ = 0;  // loops and branches around the statement being rewritten
+  std::vector<const StmtNode*> enclosing_;  // loops, branches and lets around the statement
+  // The kernel's TMA pipeline when it is nested: its barriers, iteration counter and set-up.
+  struct Hoisted {
+    Buffer bars, counter;
+    Stmt init;
+  } hoisted_;
+  int tma_pipelines_ = 0;
   bool last_tma_ = false;
   BufferUses uses_;
   std::unordered_map<const BufferNode*, Buffer> staged_;

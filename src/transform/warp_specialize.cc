@@ -5,6 +5,7 @@
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/op.h"
+#include "op/region.h"
 #include "transform/pass.h"
 
 namespace tl {
@@ -59,7 +60,9 @@ const CallNode* call_of(const Stmt& s) {
 // at most one group is pending, so the group of the iteration before has finished reading
 // its stage, and releases that stage. The last group is waited for after the loop.
 // Returns the loop and what follows it, or nothing when the body is not of that form.
-std::pair<Stmt, Stmt> overlap_wgmma(const ForNode* loop, const Stmt& body, int64_t stages) {
+// `iteration` counts the pipeline's iterations across the loop's runs (a loop inside another
+// loop releases the last stage of one run in the first iteration of the next).
+std::pair<Stmt, Stmt> overlap_wgmma(const ForNode* loop, const Stmt& body, int64_t stages, const Expr& iteration) {
   auto* seq = as<SeqStmtNode>(body);
   if (!seq || seq->seq.size() < 3) return {};
   const CallNode* wait = call_of(seq->seq[seq->seq.size() - 2]);
@@ -77,7 +80,7 @@ std::pair<Stmt, Stmt> overlap_wgmma(const ForNode* loop, const Stmt& body, int64
   stores.visit(body);
   if (!plain) return {};
   Span sp = loop->span;
-  Expr i = sub(loop->var, loop->min, sp);
+  const Expr& i = iteration;
   auto* bar = as<BufferLoadNode>(release->args[0]);
   // The stage of iteration i - 1: (i - 1) % S, plus the S offset of the empty barriers.
   Expr previous = add(floormod(add(i, c(stages - 1), sp), c(stages), sp), c(stages), sp);
@@ -135,6 +138,7 @@ class Specialize : public IRMutator {
     // Registers: the producer keeps 40, the consumers share the rest (at most 240 each).
     consumer_regs_ = std::min<int64_t>(240, ((65536 - 128 * 40) / threads_) / 8 * 8);
     done_ = false;
+    counter_ = nullptr;
     // The consumers' block-wide barriers become a named barrier with an id the kernel's
     // own code leaves free.
     UsedBarrierIds used;
@@ -144,7 +148,7 @@ class Specialize : public IRMutator {
     if (barrier_id_ > 15)
       fail(ErrorKind::Unsupported, n->span, "warp specialisation needs a named barrier, and the kernel uses all 15",
            "leave one barrier id free, or pass_configs={'tl.disable_warp_specialized': True}");
-    Stmt body = split(n->body);
+    Stmt body = split(n->body, {});
     if (!done_) fail(ErrorKind::Internal, n->span, "internal: the warp-specialised loop is not at the kernel's top level");
     report.push_back(n->span.str() + ": warp specialised: " + std::to_string(threads_) + " consumer threads (" +
                      std::to_string(consumer_regs_) + " registers each) and a producer warpgroup of 128 (40)");
@@ -168,34 +172,38 @@ class Specialize : public IRMutator {
     return found;
   }
 
-  // Walks down allocations and lets to the sequence that holds the pipeline's barrier
-  // allocation (its body: init, barrier, loop) and splits the roles there.
-  Stmt split(const Stmt& s) {
+  // Walks down allocations and lets to the sequence that holds the pipeline's set-up (its
+  // barrier, the mbarriers' initialisation, a barrier) and splits the roles after it.
+  // Statements of enclosing sequences before that path run on the consumers only; those
+  // after it (`after`, innermost first) move into the consumers' branch, which keeps the
+  // accumulators of the loop in the registers the consumers were given for the epilogue.
+  Stmt split(const Stmt& s, const std::vector<Stmt>& after) {
     if (auto* a = as<AllocateNode>(s)) {
-      if (auto* inner = as<SeqStmtNode>(a->body); inner && !inner->seq.empty() && is_ws_loop(inner->seq.back())) {
-        return std::make_shared<AllocateNode>(a->buffer, specialised({}, a, {}), a->attrs, a->span);
-      }
-      return std::make_shared<AllocateNode>(a->buffer, split(a->body), a->attrs, a->span);
+      if (a->attrs.count("pipeline_counter")) counter_ = a->buffer;
+      return std::make_shared<AllocateNode>(a->buffer, split(a->body, after), a->attrs, a->span);
     }
-    if (auto* l = as<LetStmtNode>(s)) return std::make_shared<LetStmtNode>(l->var, l->value, split(l->body), l->span);
+    if (auto* l = as<LetStmtNode>(s))
+      return std::make_shared<LetStmtNode>(l->var, l->value, split(l->body, after), l->span);
     if (auto* seq = as<SeqStmtNode>(s)) {
       for (size_t i = 0; i < seq->seq.size(); ++i) {
-        auto* a = as<AllocateNode>(seq->seq[i]);
-        auto* inner = a ? as<SeqStmtNode>(a->body) : nullptr;
-        if (inner && !inner->seq.empty() && is_ws_loop(inner->seq.back())) {
-          std::vector<Stmt> before(seq->seq.begin(), seq->seq.begin() + i), after(seq->seq.begin() + i + 1, seq->seq.end());
-          return std::make_shared<AllocateNode>(a->buffer, specialised(before, a, after), a->attrs, a->span);
-        }
-        if (!contains_ws_loop(seq->seq[i])) continue;
-        // The statements around the scope that holds the loop were lowered for the
-        // consumers' threads: only they run them (the producer warpgroup is extra).
-        std::vector<Stmt> out;
-        for (size_t j = 0; j < seq->seq.size(); ++j)
-          out.push_back(j == i ? split(seq->seq[i]) : consumers_only(seq->seq[j]));
-        return std::make_shared<SeqStmtNode>(out, seq->span);
+        if (!contains_call(seq->seq[i], "mbarrier_init")) continue;
+        if (as<IfThenElseNode>(seq->seq[i]) && i > 0 && i + 1 < seq->seq.size()) return specialised(seq, i, after);
+        std::vector<Stmt> out, later(seq->seq.begin() + i + 1, seq->seq.end());
+        later.insert(later.end(), after.begin(), after.end());
+        for (size_t j = 0; j < i; ++j) out.push_back(consumers_only(seq->seq[j]));
+        out.push_back(split(seq->seq[i], later));
+        return make_seq(out, seq->span);
       }
     }
     return s;  // not reached for the kernel that holds the loop (done_ stays false)
+  }
+
+  static bool contains_call(const Stmt& s, const std::string& op) {
+    bool found = false;
+    for_each_expr(s, [&](const ExprNode* n) {
+      if (auto* c = dynamic_cast<const CallNode*>(n)) found = found || c->op == op;
+    });
+    return found;
   }
 
   Stmt consumers_only(const Stmt& st) {
@@ -203,41 +211,85 @@ class Specialize : public IRMutator {
     return std::make_shared<IfThenElseNode>(lt(tx_, c(threads_), st->span), named.mutate(st), nullptr, st->span);
   }
 
-  // [if tx < T: what comes before the loop]; init; barrier; if tx < T: consumers else: producer.
-  Stmt specialised(const std::vector<Stmt>& before, const AllocateNode* bars, const std::vector<Stmt>& after) {
+  // [if tx < T: what comes before]; barrier; init; barrier;
+  // if tx < T: the rest, with the consumers' loop; else: the producer's skeleton of the rest.
+  // What comes before the set-up stays before its fence and block-wide barrier, which
+  // publish its shared-memory writes (a query tile the wgmma reads) to every consumer.
+  Stmt specialised(const SeqStmtNode* seq, size_t init, const std::vector<Stmt>& after) {
     done_ = true;
-    auto* inner = as<SeqStmtNode>(bars->body);
-    Span sp = bars->span;
-    const ForNode* loop = as<ForNode>(inner->seq.back());
-    std::vector<Stmt> prologue(inner->seq.begin(), inner->seq.end() - 1);  // barrier, init, barrier
+    Span sp = seq->seq[init]->span;
+    std::vector<Stmt> before(seq->seq.begin(), seq->seq.begin() + init - 1);
+    std::vector<Stmt> out;
+    if (!before.empty()) out.push_back(consumers_only(make_seq(before, sp)));
+    out.insert(out.end(), seq->seq.begin() + init - 1, seq->seq.begin() + init + 2);  // barrier, init, barrier
+    Stmt rest = make_seq(std::vector<Stmt>(seq->seq.begin() + init + 2, seq->seq.end()), sp);
+    Stmt consumer = make_seq({call_stmt("set_max_nreg", {c(consumer_regs_), c(1)}, sp), consumers(rest),
+                              consumers(make_seq(after, sp))},
+                             sp);
+    Stmt leader = std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, tx_, c(threads_), sp), producer(rest), nullptr, sp);
+    Stmt producer_part = make_seq({call_stmt("set_max_nreg", {c(40), c(0)}, sp), leader}, sp);
+    out.push_back(std::make_shared<IfThenElseNode>(lt(tx_, c(threads_), sp), consumer, producer_part, sp));
+    return make_seq(out, sp);
+  }
+
+  // The pipeline's iterations before iteration `loop->var` of this run, from the first run on.
+  Expr iteration(const ForNode* loop) const {
+    Expr i = sub(loop->var, loop->min, loop->span);
+    return counter_ ? add(make_load(counter_, {c(0)}, loop->span), i, loop->span) : i;
+  }
+
+  // The consumers' code: everything, with the loop's consumer part and named barriers.
+  Stmt consumers(const Stmt& rest) {
+    struct Consumers : IRMutator {
+      Specialize* self;
+      using IRMutator::mutate;
+      Stmt mutate_for(const Stmt& s, const ForNode* n) override {
+        if (!n->attrs.count("ws_pipeline")) return IRMutator::mutate_for(s, n);
+        Stmt body = role_body(n, 0);
+        int64_t stages = std::get<int64_t>(n->attrs.at("num_stages"));
+        auto [overlapped, drain] = overlap_wgmma(n, body, stages, self->iteration(n));
+        if (overlapped) return make_seq({overlapped, drain}, n->span);
+        return loop_with_body(n, body);
+      }
+    } m;
+    m.self = this;
     NamedBarriers named(threads_, barrier_id_);
-    std::vector<Stmt> consumer = {call_stmt("set_max_nreg", {c(consumer_regs_), c(1)}, sp)};
-    Stmt consumer_body = role_body(loop, 0);
-    int64_t stages = std::get<int64_t>(loop->attrs.at("num_stages"));
-    auto [overlapped, drain] = overlap_wgmma(loop, consumer_body, stages);
-    if (overlapped) {
-      consumer.push_back(named.mutate(overlapped));
-      consumer.push_back(drain);
-    } else {
-      consumer.push_back(named.mutate(loop_with_body(loop, consumer_body)));
+    return named.mutate(m.mutate(rest));
+  }
+
+  // The producer's code: the loops, lets and branches that lead to the pipelined loop (the
+  // pipeline pass made sure they depend on indices and global memory only), its producer
+  // part, and the count of the pipeline's iterations; nothing else of the block's work.
+  Stmt producer(const Stmt& s) {
+    if (auto* seq = as<SeqStmtNode>(s)) {
+      std::vector<Stmt> out;
+      for (auto& x : seq->seq)
+        if (Stmt p = producer(x)) out.push_back(p);
+      return out.empty() ? nullptr : make_seq(out, s->span);
     }
-    for (auto& st : after) consumer.push_back(named.mutate(st));
-    Stmt leader = std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, tx_, c(threads_), sp),
-                                                   loop_with_body(loop, role_body(loop, 1)), nullptr, sp);
-    Stmt producer = make_seq({call_stmt("set_max_nreg", {c(40), c(0)}, sp), leader}, sp);
-    Stmt roles = std::make_shared<IfThenElseNode>(lt(tx_, c(threads_), sp), make_seq(consumer, sp), producer, sp);
-    prologue.push_back(roles);
-    // What comes before the loop stays before the barrier initialisation, whose fence and
-    // block-wide barrier publish its shared-memory writes (a query tile the wgmma reads)
-    // to every consumer: moved after it, the writes would race with the first reads.
-    if (!before.empty()) prologue.insert(prologue.begin(), consumers_only(make_seq(before, sp)));
-    return make_seq(prologue, sp);
+    if (auto* st = as<BufferStoreNode>(s)) return counter_ && st->buffer == counter_ ? s : nullptr;
+    if (!contains_ws_loop(s)) return nullptr;
+    if (auto* f = as<ForNode>(s)) {
+      if (f->attrs.count("ws_pipeline")) return loop_with_body(f, role_body(f, 1));
+      return loop_with_body(f, producer(f->body));
+    }
+    if (auto* l = as<LetStmtNode>(s)) return std::make_shared<LetStmtNode>(l->var, l->value, producer(l->body), l->span);
+    if (auto* a = as<AllocateNode>(s)) {  // shared tiles the copies fill stay; registers go
+      Stmt body = producer(a->body);
+      return a->buffer->is_shared() ? std::make_shared<AllocateNode>(a->buffer, body, a->attrs, a->span) : body;
+    }
+    if (auto* i = as<IfThenElseNode>(s)) {
+      Stmt then_case = producer(i->then_case), else_case = i->else_case ? producer(i->else_case) : nullptr;
+      return std::make_shared<IfThenElseNode>(i->cond, then_case ? then_case : make_seq({}, s->span), else_case, i->span);
+    }
+    fail(ErrorKind::Internal, s->span, "internal: warp specialisation: the pipelined loop sits in an unexpected statement");
   }
 
   int64_t threads_ = 0;
   int64_t barrier_id_ = 1;
   int64_t consumer_regs_ = 232;
   Expr tx_;
+  Buffer counter_;  // the pipeline's iteration count when its loop runs more than once
   bool done_ = false;
 };
 

@@ -11,7 +11,7 @@ from ..layout import Fragment, Layout
 from .hopper import (alloc_barrier, barrier_arrive, barrier_wait, dec_max_nreg, sync_threads, fence_proxy_async, inc_max_nreg, mbarrier_arrive,
                      mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity, set_max_nreg)
 from .kernel import Kernel, get_thread_binding, get_thread_bindings, use_swizzle, wait_wgmma
-from .loops import Parallel, Pipelined, Serial, serial, thread_binding, unroll, vectorized
+from .loops import Parallel, Persistent, Pipelined, Serial, serial, thread_binding, unroll, vectorized
 from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil, ceildiv, const, cos, erf,
                    exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, isinf, isnan,
                    log, log1p, log2, log10, max, max_value, min, min_value, pow, round, rsqrt, sigmoid, sin,

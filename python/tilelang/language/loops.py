@@ -41,6 +41,21 @@ def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None,
     return LoopSpec("pipelined", [rng], attrs)
 
 
+def Persistent(domain, wave_size, index, group_size=8):
+    """Tiles of a grid taken in turn by a fixed set of blocks (a persistent kernel), as upstream:
+    `for bx, by in T.Persistent([m_blocks, n_blocks], wave_size, index)` visits tile
+    t = w * wave_size + index for w = 0, 1, ... while t is in the domain, and binds its
+    coordinates. Tiles are numbered in groups of `group_size` along the last dimension
+    (the last group narrower when the dimension is not a multiple of it), the last
+    coordinate fastest inside a group, so blocks running together share operands in L2."""
+    if not isinstance(domain, (list, tuple)) or not domain:
+        raise TypeError("T.Persistent: domain must be a non-empty list of extents, e.g. [m_blocks, n_blocks]")
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+        raise TypeError(f"T.Persistent: group_size must be a positive Python int, got {group_size!r}")
+    return LoopSpec("persistent", [(0, d) for d in domain],
+                    {"wave_size": wave_size, "index": index, "group_size": group_size})
+
+
 def _python_int(x, what):
     import numpy as np
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):

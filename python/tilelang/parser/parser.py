@@ -352,6 +352,9 @@ class Parser:
         if spec.kind == "thread_binding":
             self.thread_bound_block(node, names[0], spec)
             return
+        if spec.kind == "persistent":
+            self.persistent_loop(node, names, spec)
+            return
         loop_vars = []
         for name, (mn, ext) in zip(names, spec.ranges):
             dtype = "int64" if "int64" in (getattr(mn, "dtype", ""), getattr(ext, "dtype", "")) else "int32"
@@ -384,6 +387,46 @@ class Parser:
         if node.orelse:
             raise self.error(TileLangSyntaxError, "for ... else in a kernel loop", node)
         self.builder.emit(self.ir_block(node.body, {name: _C.call("thread_index", [dim])}))
+
+    def persistent_loop(self, node, names, spec):
+        """`for v0, v1 in T.Persistent(domain, wave_size, index, group_size)`: a serial loop
+        over this block's tiles w * wave_size + index (exactly those inside the domain),
+        with the tile's coordinates bound by lets."""
+        from ..language.math import max as kmax, min as kmin
+        if node.orelse:
+            raise self.error(TileLangSyntaxError, "for ... else in a kernel loop", node)
+        domain = [ext for _, ext in spec.ranges]
+        wave, index, group = spec.attrs["wave_size"], spec.attrs["index"], spec.attrs["group_size"]
+        for name, value in (("wave_size", wave), ("index", index)):
+            if not (is_expr(value) or (isinstance(value, int) and not isinstance(value, bool))):
+                raise self.error(TileLangTypeError, f"T.Persistent: {name} must be an integer, got {value!r}", node)
+        if isinstance(wave, int) and wave < 1:
+            raise self.error(TileLangTypeError, f"T.Persistent: wave_size must be positive, got {wave}", node,
+                             "pass the number of blocks the kernel launches (e.g. the SM count)")
+        lead = 1
+        for d in domain[:-1]:
+            lead = lead * d
+        total = lead * domain[-1]
+        group = kmin(group, domain[-1])
+        w = _C.var("w", "int32")
+        tile = w * wave + index
+        per_group = lead * group
+        first = tile // per_group * group             # the group's first coordinate along the last dimension
+        width = kmin(group, domain[-1] - first)       # the last group may be narrower
+        local = tile % per_group
+        coords = [None] * len(domain)
+        coords[-1] = first + local % width
+        rest = local // width
+        for k in range(len(domain) - 2, -1, -1):
+            coords[k] = rest % domain[k] if k else rest
+            rest = rest // domain[k]
+        coord_vars = [_C.var(name, "int32") for name in names]
+        body = self.ir_block(node.body, dict(zip(names, coord_vars)))
+        self.builder.set_line(node.lineno, node.col_offset)
+        for v, value in reversed(list(zip(coord_vars, coords))):
+            body = _C.let(v, value, body)
+        waves = kmax((total - index + wave - 1) // wave, 0)
+        self.builder.emit(_C.for_(w, 0, waves, "serial", body, {}))
 
     def loop_spec(self, iter_node):
         """(LoopSpec, None) for a kernel loop, (None, iterable) for a loop over Python values.
