@@ -18,20 +18,25 @@ import triton
 import tilelang
 import tilelang.language as T
 
-# (block_M, block_N, block_K, num_stages, threads[, "persistent"]): the same list for every
-# implementation; each figure is the best of the list. "persistent" launches one block per
-# SM, each taking tiles in turn (T.Persistent), instead of one block per tile.
+# (block_M, block_N, block_K, num_stages, threads[, schedule[, policy]]): the same list for
+# every implementation; each figure is the best of the list. Schedule "persistent" launches
+# one block per SM, each taking tiles in turn (T.Persistent), instead of one block per tile;
+# policy is T.gemm's warp policy (Square by default; FullRow puts the warpgroups along M).
 CONFIGS_16BIT = [
     (128, 256, 64, 3, 256),
     (128, 256, 64, 4, 256),
     (256, 128, 64, 3, 256),
+    (128, 256, 64, 4, 256, "grid", "FullRow"),
     (128, 256, 64, 4, 256, "persistent"),
+    (128, 256, 64, 4, 256, "persistent", "FullRow"),
 ]
 CONFIGS_8BIT = [
     (128, 256, 128, 3, 256),
     (128, 256, 128, 4, 256),
     (256, 128, 128, 3, 256),
+    (128, 256, 128, 4, 256, "grid", "FullRow"),
     (128, 256, 128, 4, 256, "persistent"),
+    (128, 256, 128, 4, 256, "persistent", "FullRow"),
 ]
 SQUARES = [2048, 4096, 8192, 16384]
 LLM_NK = [(4096, 4096), (7168, 7168), (14336, 4096), (4096, 14336), (28672, 4096)]
@@ -39,11 +44,13 @@ LLM_NK = [(4096, 4096), (7168, 7168), (14336, 4096), (4096, 14336), (28672, 4096
 
 # Every name an annotation uses also appears in the body: upstream's parser resolves names
 # from the function's closure, which holds only those.
-def matmul(M, N, K, block_M, block_N, block_K, num_stages, threads, schedule="grid", *, dtype,
+def matmul(M, N, K, block_M, block_N, block_K, num_stages, threads, schedule="grid", policy="Square", *, dtype,
            accum_dtype="float32"):
     """C = A @ B, B stored K x N, C in the input dtype."""
+    policy = getattr(T.GemmWarpPolicy, policy)
     if schedule == "persistent":
-        return matmul_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype)
+        return matmul_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype,
+                                 policy)
 
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
@@ -56,13 +63,13 @@ def matmul(M, N, K, block_M, block_N, block_K, num_stages, threads, schedule="gr
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A[by * block_M, k * block_K], A_shared)
                 T.copy(B[k * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
+                T.gemm(A_shared, B_shared, C_local, policy=policy)
             T.copy(C_local, C[by * block_M, bx * block_N])
 
     return main
 
 
-def matmul_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype):
+def matmul_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype, policy):
     """matmul with one block per SM, each taking output tiles in turn."""
     sm_num = torch.cuda.get_device_properties(0).multi_processor_count
 
@@ -77,13 +84,13 @@ def matmul_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, d
                 for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                     T.copy(A[by * block_M, k * block_K], A_shared)
                     T.copy(B[k * block_K, bx * block_N], B_shared)
-                    T.gemm(A_shared, B_shared, C_local)
+                    T.gemm(A_shared, B_shared, C_local, policy=policy)
                 T.copy(C_local, C[by * block_M, bx * block_N])
 
     return main
 
 
-def matmul_nt_fp8_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype):
+def matmul_nt_fp8_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype, policy):
     """matmul_nt_fp8 with one block per SM, each taking output tiles in turn."""
     sm_num = torch.cuda.get_device_properties(0).multi_processor_count
 
@@ -98,17 +105,19 @@ def matmul_nt_fp8_persistent(M, N, K, block_M, block_N, block_K, num_stages, thr
                 for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                     T.copy(A[by * block_M, k * block_K], A_shared)
                     T.copy(B[bx * block_N, k * block_K], B_shared)
-                    T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+                    T.gemm(A_shared, B_shared, C_local, transpose_B=True, policy=policy)
                 T.copy(C_local, C[by * block_M, bx * block_N])
 
     return main
 
 
-def matmul_nt_fp8(M, N, K, block_M, block_N, block_K, num_stages, threads, schedule="grid", *, dtype,
-                  accum_dtype="float32"):
+def matmul_nt_fp8(M, N, K, block_M, block_N, block_K, num_stages, threads, schedule="grid", policy="Square", *,
+                  dtype, accum_dtype="float32"):
     """C = A @ B^T in bfloat16, B stored N x K (the layout 8-bit tensor-core operands need)."""
+    policy = getattr(T.GemmWarpPolicy, policy)
     if schedule == "persistent":
-        return matmul_nt_fp8_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype)
+        return matmul_nt_fp8_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype,
+                                        policy)
 
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), "bfloat16")):
@@ -121,7 +130,7 @@ def matmul_nt_fp8(M, N, K, block_M, block_N, block_K, num_stages, threads, sched
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A[by * block_M, k * block_K], A_shared)
                 T.copy(B[bx * block_N, k * block_K], B_shared)
-                T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+                T.gemm(A_shared, B_shared, C_local, transpose_B=True, policy=policy)
             T.copy(C_local, C[by * block_M, bx * block_N])
 
     return main
@@ -166,8 +175,9 @@ def sweep(label, dtype, shapes, configs, refs, b_transposed=False):
             emit(label=label, dtype=dtype, shape=shape, cfg=list(cfg), tflops=flops / ms / 1e9, err=err,
                  compile_s=compile_s)
             dump = os.environ.get("GEMM_SWEEP_DUMP")
-            if dump and not os.path.exists(f"{dump}.{label}.{dtype}.cu"):  # one kernel's source, to read
-                with open(f"{dump}.{label}.{dtype}.cu", "w") as f:
+            name = f"{dump}.{label}.{dtype}.{'_'.join(map(str, cfg))}.cu"
+            if dump and not os.path.exists(name):  # each configuration's source once, to read
+                with open(name, "w") as f:
                     f.write(kern.get_kernel_source())
         if refs:
             if dtype == "float8_e4m3":

@@ -70,6 +70,9 @@ if [ "$ONLY" = hopper ]; then
     tail -2 "$LOGS/sweep_upstream.err"
   fi
   $PY benchmarks/hopper_table.py "$LOGS/sweep_ours.jsonl" "$LOGS/sweep_upstream.jsonl" | tee "$LOGS/hopper_table.txt"
+  # Every configuration's figure, the logs and the kernels' sources in one archive (a
+  # device call brings back few files).
+  (cd "$LOGS" && tar -czf logs.tgz --remove-files $(ls | grep -v -e '^hopper_table.txt$' -e '^logs.tgz$'))
   exit 0
 fi
 if [ "$tests" = ON ] && [ "$ONLY" != webgpu ]; then

@@ -1,6 +1,7 @@
 #include "transform/warp_specialize.h"
 
 #include <set>
+#include <unordered_set>
 
 #include "ir/error.h"
 #include "ir/functor.h"
@@ -148,7 +149,7 @@ class Specialize : public IRMutator {
     if (barrier_id_ > 15)
       fail(ErrorKind::Unsupported, n->span, "warp specialisation needs a named barrier, and the kernel uses all 15",
            "leave one barrier id free, or pass_configs={'tl.disable_warp_specialized': True}");
-    Stmt body = split(n->body, {});
+    Stmt body = split(n->body, {}, {});
     if (!done_) fail(ErrorKind::Internal, n->span, "internal: the warp-specialised loop is not at the kernel's top level");
     report.push_back(n->span.str() + ": warp specialised: " + std::to_string(threads_) + " consumer threads (" +
                      std::to_string(consumer_regs_) + " registers each) and a producer warpgroup of 128 (40)");
@@ -177,21 +178,25 @@ class Specialize : public IRMutator {
   // Statements of enclosing sequences before that path run on the consumers only; those
   // after it (`after`, innermost first) move into the consumers' branch, which keeps the
   // accumulators of the loop in the registers the consumers were given for the epilogue.
-  Stmt split(const Stmt& s, const std::vector<Stmt>& after) {
+  // `early` gathers statements before the path that only write the consumers' registers:
+  // they run first in the consumers' branch (split_before says why).
+  Stmt split(const Stmt& s, const std::vector<Stmt>& after, const std::vector<Stmt>& early) {
     if (auto* a = as<AllocateNode>(s)) {
       if (a->attrs.count("pipeline_counter")) counter_ = a->buffer;
-      return std::make_shared<AllocateNode>(a->buffer, split(a->body, after), a->attrs, a->span);
+      return std::make_shared<AllocateNode>(a->buffer, split(a->body, after, early), a->attrs, a->span);
     }
     if (auto* l = as<LetStmtNode>(s))
-      return std::make_shared<LetStmtNode>(l->var, l->value, split(l->body, after), l->span);
+      return std::make_shared<LetStmtNode>(l->var, l->value, split(l->body, after, early), l->span);
     if (auto* seq = as<SeqStmtNode>(s)) {
       for (size_t i = 0; i < seq->seq.size(); ++i) {
         if (!contains_call(seq->seq[i], "mbarrier_init")) continue;
-        if (as<IfThenElseNode>(seq->seq[i]) && i > 0 && i + 1 < seq->seq.size()) return specialised(seq, i, after);
-        std::vector<Stmt> out, later(seq->seq.begin() + i + 1, seq->seq.end());
+        if (as<IfThenElseNode>(seq->seq[i]) && i > 0 && i + 1 < seq->seq.size())
+          return specialised(seq, i, after, early);
+        std::vector<Stmt> out, later(seq->seq.begin() + i + 1, seq->seq.end()), stay, first = early;
         later.insert(later.end(), after.begin(), after.end());
-        for (size_t j = 0; j < i; ++j) out.push_back(consumers_only(seq->seq[j]));
-        out.push_back(split(seq->seq[i], later));
+        split_before(std::vector<Stmt>(seq->seq.begin(), seq->seq.begin() + i), stay, first);
+        for (auto& st : stay) out.push_back(consumers_only(st));
+        out.push_back(split(seq->seq[i], later, first));
         return make_seq(out, seq->span);
       }
     }
@@ -215,14 +220,17 @@ class Specialize : public IRMutator {
   // if tx < T: the rest, with the consumers' loop; else: the producer's skeleton of the rest.
   // What comes before the set-up stays before its fence and block-wide barrier, which
   // publish its shared-memory writes (a query tile the wgmma reads) to every consumer.
-  Stmt specialised(const SeqStmtNode* seq, size_t init, const std::vector<Stmt>& after) {
+  Stmt specialised(const SeqStmtNode* seq, size_t init, const std::vector<Stmt>& after,
+                   const std::vector<Stmt>& early) {
     done_ = true;
     Span sp = seq->seq[init]->span;
-    std::vector<Stmt> before(seq->seq.begin(), seq->seq.begin() + init - 1);
+    std::vector<Stmt> before, registers_only = early;
+    split_before(std::vector<Stmt>(seq->seq.begin(), seq->seq.begin() + init - 1), before, registers_only);
     std::vector<Stmt> out;
     if (!before.empty()) out.push_back(consumers_only(make_seq(before, sp)));
     out.insert(out.end(), seq->seq.begin() + init - 1, seq->seq.begin() + init + 2);  // barrier, init, barrier
-    Stmt rest = make_seq(std::vector<Stmt>(seq->seq.begin() + init + 2, seq->seq.end()), sp);
+    registers_only.insert(registers_only.end(), seq->seq.begin() + init + 2, seq->seq.end());
+    Stmt rest = make_seq(registers_only, sp);
     Stmt consumer = make_seq({call_stmt("set_max_nreg", {c(consumer_regs_), c(1)}, sp), consumers(rest),
                               consumers(make_seq(after, sp))},
                              sp);
@@ -230,6 +238,58 @@ class Specialize : public IRMutator {
     Stmt producer_part = make_seq({call_stmt("set_max_nreg", {c(40), c(0)}, sp), leader}, sp);
     out.push_back(std::make_shared<IfThenElseNode>(lt(tx_, c(threads_), sp), consumer, producer_part, sp));
     return make_seq(out, sp);
+  }
+
+  // Of the statements before the set-up, those that only write the consumers' registers
+  // (clearing an accumulator) move after it, into the consumers' branch, when nothing that
+  // stays reads or writes what they touch: registers live across the set-up's barrier and
+  // setmaxnreg would have to fit the launch's smaller register budget.
+  static void split_before(const std::vector<Stmt>& stmts, std::vector<Stmt>& stay, std::vector<Stmt>& move) {
+    std::unordered_set<const BufferNode*> touched_by_stayers;  // by statements that stay, later in order
+    std::vector<bool> moves(stmts.size(), false);
+    for (size_t k = stmts.size(); k-- > 0;) {
+      Touches t = touches(stmts[k]);
+      bool ok = t.registers_only;
+      for (auto* b : t.all) ok = ok && !touched_by_stayers.count(b);
+      moves[k] = ok;
+      if (!ok) touched_by_stayers.insert(t.all.begin(), t.all.end());
+    }
+    for (size_t k = 0; k < stmts.size(); ++k) (moves[k] ? move : stay).push_back(stmts[k]);
+  }
+
+  struct Touches {
+    std::unordered_set<const BufferNode*> all;
+    bool registers_only = true;  // stores to local buffers only, and no calls with effects
+  };
+
+  static Touches touches(const Stmt& s) {
+    struct V : IRVisitor {
+      Touches t;
+      using IRVisitor::visit;
+      void visit_store(const BufferStoreNode* n) override {
+        t.all.insert(n->buffer.get());
+        t.registers_only = t.registers_only && n->buffer->is_local();
+        IRVisitor::visit_store(n);
+      }
+      void visit_load(const BufferLoadNode* n) override {
+        t.all.insert(n->buffer.get());
+        IRVisitor::visit_load(n);
+      }
+      void visit_evaluate(const EvaluateNode* n) override {
+        t.registers_only = false;
+        IRVisitor::visit_evaluate(n);
+      }
+      void visit_tile_op(const TileOpNode* n) override {
+        t.registers_only = false;
+        IRVisitor::visit_tile_op(n);
+      }
+      void visit_allocate(const AllocateNode* n) override {
+        t.registers_only = false;
+        IRVisitor::visit_allocate(n);
+      }
+    } v;
+    v.visit(s);
+    return v.t;
   }
 
   // The pipeline's iterations before iteration `loop->var` of this run, from the first run on.

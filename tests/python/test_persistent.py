@@ -153,7 +153,8 @@ def test_persistent_tma_pipeline_trip_counts(target, rng, num_stages):
     _gpu_only(target)
     import tilelang.language as T
     M, N = 256, 384
-    kernel = tilelang.compile(matmul_persistent(M, N, T.dynamic("k"), 5, transpose_A=True, num_stages=num_stages),
+    kernel = tilelang.compile(matmul_persistent(M, N, T.dynamic("k"), 5, transpose_A=True, num_stages=num_stages,
+                                                out_dtype="float32"),
                               out_idx=[2], target=target)
     assert "pipelined by a TMA producer warpgroup" in kernel.get_lowering_report()
     for k in (0, 1, 64, 100, 128, 192, 256, 320, 1000):
