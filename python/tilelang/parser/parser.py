@@ -420,6 +420,9 @@ class Parser:
         for k in range(len(domain) - 2, -1, -1):
             coords[k] = rest % domain[k] if k else rest
             rest = rest // domain[k]
+        # Every coordinate lies in its extent; the clamp says so to the compiler, which can
+        # then prove the tile's accesses in bounds (no tail guards, vector stores).
+        coords = [kmin(kmax(c, 0), d - 1) for c, d in zip(coords, domain)]
         coord_vars = [_C.var(name, "int32") for name in names]
         body = self.ir_block(node.body, dict(zip(names, coord_vars)))
         self.builder.set_line(node.lineno, node.col_offset)
