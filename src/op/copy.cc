@@ -62,6 +62,7 @@ Stmt to_cp_async(const Stmt& s) {
 Stmt lower_copy_threads(const TileOpNode& op, ThreadContext& ctx) {
   require_regions(op, 2, kOpName);
   if (attr_int(op, "tma", 0)) return lower_copy_tma(op, ctx);
+  if (ctx.layouts.tma_stores.count(&op)) return lower_copy_tma_store(op, ctx);
   const BufferRegion& src = op.regions[0];
   const BufferRegion& dst = op.regions[1];
   const TilePartition *ls = ctx.layout_of(src.buffer), *ld = ctx.layout_of(dst.buffer);

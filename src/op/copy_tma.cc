@@ -12,14 +12,17 @@
 #include "ir/error.h"
 #include "ir/op.h"
 #include "op/region.h"
+#include "layout/swizzle.h"
 
 namespace tl {
 
-Stmt lower_copy_tma(const TileOpNode& op, ThreadContext& ctx) {
-  Span sp = op.span;
-  const BufferRegion &src = op.regions.at(0), &dst = op.regions.at(1);
-  if (op.args.size() != 1 || !as<BufferLoadNode>(op.args[0]))
-    fail(ErrorKind::Internal, sp, "internal: a TMA copy takes its mbarrier element");
+namespace {
+
+// One tma_load / tma_store per panel of the shared tile S (region `shared`) at the global
+// region `global`; `bar` is the load's mbarrier element (0 for a store).
+std::vector<Stmt> tma_boxes(const std::string& op, const BufferRegion& global, const BufferRegion& shared, Expr bar,
+                            const ThreadContext& ctx, Span sp) {
+  const BufferRegion &src = global, &dst = shared;
   const Buffer &G = src.buffer, &S = dst.buffer;
   const int64_t rows = *const_int(S->shape[S->shape.size() - 2]), cols = *const_int(S->shape.back());
   SharedSwizzle swz;
@@ -30,7 +33,7 @@ Stmt lower_copy_tma(const TileOpNode& op, ThreadContext& ctx) {
     fail(ErrorKind::Internal, sp, "internal: the TMA destination " + S->name + " is swizzled in place");
   const int64_t panel = swz.panelled(cols) ? swz.panel_cols : cols;
   const int rank = int(G->shape.size());
-  std::vector<Expr> args = {make_load(G, std::vector<Expr>(rank, make_int(0)), sp), nullptr, op.args[0],
+  std::vector<Expr> args = {make_load(G, std::vector<Expr>(rank, make_int(0)), sp), nullptr, bar,
                             make_int(swizzle_width_bytes(swz.mode)), make_int(rank)};
   // The box: the tile's rows along the one other non-unit dimension, one panel of columns
   // along the contiguous one, 1 elsewhere.
@@ -48,10 +51,65 @@ Stmt lower_copy_tma(const TileOpNode& op, ThreadContext& ctx) {
     a[1] = make_load(S, at, sp);
     for (int d = 0; d < rank; ++d)
       a.push_back(d == rank - 1 ? add(src.ranges[d].min, make_int(p * panel), sp) : src.ranges[d].min);
-    out.push_back(std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), "tma_load", a, sp), sp));
+    out.push_back(std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), op, a, sp), sp));
   }
-  (void)ctx;
-  return make_seq(out, sp);
+  return out;
+}
+
+Stmt call_stmt(const std::string& op, std::vector<Expr> args, Span sp) {
+  return std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), op, std::move(args), sp), sp);
+}
+
+}  // namespace
+
+Stmt lower_copy_tma(const TileOpNode& op, ThreadContext& ctx) {
+  if (op.args.size() != 1 || !as<BufferLoadNode>(op.args[0]))
+    fail(ErrorKind::Internal, op.span, "internal: a TMA copy takes its mbarrier element");
+  return make_seq(tma_boxes("tma_load", op.regions.at(0), op.regions.at(1), op.args[0], ctx, op.span), op.span);
+}
+
+Stmt lower_copy_tma_store(const TileOpNode& op, ThreadContext& ctx) {
+  Span sp = op.span;
+  std::vector<Stmt> issue = tma_boxes("tma_store", op.regions.at(1), op.regions.at(0), make_int(0), ctx, sp);
+  issue.push_back(call_stmt("tma_store_commit", {}, sp));
+  issue.push_back(call_stmt("tma_store_wait_read", {make_int(0)}, sp));
+  return std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, ctx.thread, make_int(0), sp), make_seq(issue, sp),
+                                          nullptr, sp);
+}
+
+std::string why_not_tma_store(const TileOpNode& op, const Target& target) {
+  if (target.kind != "cuda" || target.arch_number() != 90 || target.arch.back() != 'a') return "TMA needs sm_90a";
+  if (target.disable_tma) return "pass config tl.disable_tma_lower is set";
+  if (op.regions.size() != 2) return "not a copy";
+  const BufferRegion &src = op.regions[0], &dst = op.regions[1];
+  const Buffer &S = src.buffer, &G = dst.buffer;
+  if (!S->is_shared() || !G->is_global()) return "not a shared -> global copy";
+  if (S->dtype != G->dtype) return "the copy converts its dtype";
+  if (S->shape.size() != 2) return S->name + " is not a 2-D tile";
+  const int64_t *rows = const_int(S->shape[0]), *cols = const_int(S->shape[1]);
+  if (!rows || !cols || *rows > 256 || (*cols * S->dtype.bits) % 256 != 0)
+    return "a TMA box needs at most 256 rows of a multiple of 32 bytes";
+  for (size_t d = 0; d < 2; ++d) {
+    const int64_t *mn = const_int(src.ranges[d].min), *e = const_int(src.ranges[d].extent);
+    if (!mn || *mn != 0 || !e || *e != *const_int(S->shape[d])) return "the copy reads part of " + S->name;
+  }
+  std::vector<int> dims;
+  for (size_t d = 0; d < dst.ranges.size(); ++d) {
+    const int64_t* e = const_int(dst.ranges[d].extent);
+    if (!e) return "the copy into " + G->name + " has a symbolic extent";
+    if (*e != 1) dims.push_back(int(d));
+  }
+  int last = int(dst.ranges.size()) - 1;
+  if (dims.empty() || dims.back() != last || *const_int(dst.ranges[last].extent) != *cols || dims.size() > 2 ||
+      (dims.size() == 2 && *const_int(dst.ranges[dims[0]].extent) != *rows) || (dims.size() == 1 && *rows != 1))
+    return "the copy does not write whole rows along " + G->name + "'s contiguous dimension";
+  if (dst.ranges.size() > 5) return G->name + " has more than 5 dimensions";
+  auto strides = G->effective_strides();
+  for (size_t d = 0; d + 1 < strides.size(); ++d) {
+    const int64_t* st = const_int(strides[d]);
+    if (!st || (*st * G->dtype.bits) % 128 != 0) return G->name + "'s strides are not constant multiples of 16 bytes";
+  }
+  return "";
 }
 
 }  // namespace tl

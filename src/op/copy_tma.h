@@ -1,12 +1,26 @@
 // The TMA lowering of T.copy (op/copy_tma.cc).
 #pragma once
 #include "ir/stmt.h"
+#include <string>
+
 #include "op/thread_context.h"
+#include "target/target.h"
 
 namespace tl {
 
 // A global -> shared T.copy marked `tma` by the software pipeline, its mbarrier element in
 // args[0]: one tma_load per panel of the shared tile, issued by the calling thread.
 Stmt lower_copy_tma(const TileOpNode& op, ThreadContext& ctx);
+
+// Why a shared -> global T.copy cannot be a TMA store on this target (empty when it can): a
+// whole 2-D shared tile of at most 256 rows of a multiple of 32 bytes, into rows along the
+// tensor's contiguous dimension whose strides are constant multiples of 16 bytes.
+std::string why_not_tma_store(const TileOpNode& op, const Target& target);
+
+// A shared -> global T.copy layout inference chose for TMA: the block's first thread stores
+// the tile, one box per panel of its shared layout, and waits until the boxes are read, so
+// the tile may be written again once the block has passed a barrier. Edges of the tensor
+// are clipped by the hardware.
+Stmt lower_copy_tma_store(const TileOpNode& op, ThreadContext& ctx);
 
 }  // namespace tl

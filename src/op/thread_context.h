@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "arith/analyzer.h"
@@ -38,6 +39,8 @@ struct KernelLayouts {
   // wgmma operands cut into panels, see layout/swizzle.h); absent ones are row-major.
   std::unordered_map<const BufferNode*, SharedSwizzle> swizzled;
   std::unordered_map<const TileOpNode*, GemmInstruction> gemms;
+  // Shared -> global copies stored by TMA (op/copy_tma.h): their shared tile is in panels.
+  std::unordered_set<const TileOpNode*> tma_stores;
 };
 
 struct ThreadContext {

@@ -20,7 +20,8 @@ bool is_barrier(const Stmt& s) {
 bool leaves_shared_to_async_proxy(const std::string& op) {
   static const std::set<std::string> ops = {"wgmma",         "tma_load",     "tma_load_multicast",
                                             "mbarrier_wait", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
-                                            "mbarrier_expect_tx", "ldmatrix", "fence_proxy_async", "wgmma_desc"};
+                                            "mbarrier_expect_tx", "ldmatrix", "fence_proxy_async", "wgmma_desc",
+                                            "tma_store", "tma_store_commit", "tma_store_wait_read"};
   return ops.count(op) > 0;
 }
 
@@ -101,10 +102,11 @@ class FenceBeforeBarriers : public IRMutator {
   bool dirty_ = false;
 };
 
-bool issues_wgmma(const Stmt& s) {
+// wgmma and TMA stores read shared memory through the async proxy.
+bool reads_shared_asynchronously(const Stmt& s) {
   bool found = false;
   for_each_expr(s, [&](const ExprNode* e) {
-    if (auto* c = dynamic_cast<const CallNode*>(e)) found = found || c->op == "wgmma";
+    if (auto* c = dynamic_cast<const CallNode*>(e)) found = found || c->op == "wgmma" || c->op == "tma_store";
   });
   return found;
 }
@@ -112,7 +114,7 @@ bool issues_wgmma(const Stmt& s) {
 }  // namespace
 
 PrimFunc fence_async_proxy(const PrimFunc& f) {
-  if (!issues_wgmma(f->body)) return f;
+  if (!reads_shared_asynchronously(f->body)) return f;
   return with_body(f, FenceBeforeBarriers().mutate(f->body));
 }
 

@@ -5,6 +5,7 @@
 
 #include "ir/error.h"
 #include "ir/functor.h"
+#include "op/copy_tma.h"
 #include "op/gemm.h"
 #include "op/region.h"
 
@@ -58,6 +59,7 @@ class LayoutInference : public IRVisitor {
     }
     out.swizzled = std::move(swizzled_);
     out.gemms = std::move(gemms_);
+    out.tma_stores = std::move(tma_stores_);
     return out;
   }
 
@@ -174,6 +176,7 @@ class LayoutInference : public IRVisitor {
   void visit_tile_op(const TileOpNode* n) override {
     if (!derive_ && !strict_) {
       if (n->op == "gemm" && n->regions.size() == 3) gemm_ops_.push_back(n);
+      if (n->op == "annotate_layout" && n->regions.size() == 1) annotated_.insert(n->regions[0].buffer.get());
       if (n->op == "copy" && n->regions.size() == 2 && n->regions[0].buffer->is_fragment() &&
           n->regions[1].buffer->is_fragment())
         fragment_copies_.push_back({n->regions[0].buffer.get(), n->regions[1].buffer.get()});
@@ -184,6 +187,21 @@ class LayoutInference : public IRVisitor {
       const Buffer& b = n->regions[1].buffer;
       SwizzleMode mode = pick_swizzle_mode(*const_int(b->shape.back()), b->dtype.bits);
       if (mode != SwizzleMode::None) swizzled_[b.get()] = {mode, swizzle_width_bytes(mode) * 8 / b->dtype.bits};
+    }
+    // A shared tile stored to global memory by TMA: panels one swizzle width wide, each a
+    // box (a tile that is also a gemm operand or has a layout by hand keeps its stores).
+    if (strict_ && n->op == "copy" && n->regions.size() == 2 && n->regions[0].buffer->is_shared() &&
+        n->regions[1].buffer->is_global() && why_not_tma_store(*n, target_).empty()) {
+      const Buffer& b = n->regions[0].buffer;
+      bool claimed = annotated_.count(b.get()) > 0;
+      for (auto* g : gemm_ops_) claimed = claimed || g->regions[0].buffer == b || g->regions[1].buffer == b;
+      SwizzleMode mode = pick_swizzle_mode(*const_int(b->shape.back()), b->dtype.bits);
+      SharedSwizzle want{mode, swizzle_width_bytes(mode) * 8 / b->dtype.bits};
+      auto it = swizzled_.find(b.get());
+      if (!claimed && mode != SwizzleMode::None && (it == swizzled_.end() || it->second == want)) {
+        swizzled_[b.get()] = want;
+        tma_stores_.insert(n);
+      }
     }
     if (strict_ && n->op == "annotate_layout" && n->regions.size() == 1) {
       const Buffer& b = n->regions[0].buffer;
@@ -323,6 +341,8 @@ class LayoutInference : public IRVisitor {
   std::vector<std::pair<const BufferNode*, const BufferNode*>> fragment_copies_;  // (src, dst)
   std::unordered_map<const BufferNode*, SharedSwizzle> swizzled_;
   std::unordered_map<const TileOpNode*, GemmInstruction> gemms_;
+  std::unordered_set<const TileOpNode*> tma_stores_;
+  std::unordered_set<const BufferNode*> annotated_;  // shared buffers with T.annotate_layout
   bool derive_ = false;
   bool changed_ = false;
   std::unordered_map<const BufferNode*, Spec> fragments_;

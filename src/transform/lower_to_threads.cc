@@ -266,6 +266,17 @@ class ThreadLowering : public IRMutator {
       if (!ins.why_not_faster.empty()) line += " [slower path: " + ins.why_not_faster + "]";
       report.push_back(line);
     }
+    std::vector<const TileOpNode*> stores(layouts.tma_stores.begin(), layouts.tma_stores.end());
+    std::sort(stores.begin(), stores.end(), [](auto* a, auto* b) { return a->span.line < b->span.line; });
+    for (auto* op : stores) {
+      const Buffer& S = op->regions[0].buffer;
+      auto it = layouts.swizzled.find(S.get());
+      report.push_back(op->span.str() + ": T.copy " + S->name + " -> " + op->regions[1].buffer->name +
+                       " by TMA store (cp.async.bulk.tensor, boxes of " + to_str(S->shape[0]) + " x " +
+                       std::to_string(it->second.panelled(*const_int(S->shape[1])) ? it->second.panel_cols
+                                                                                    : *const_int(S->shape[1])) +
+                       ", " + swizzle_mode_name(it->second.mode) + " swizzle)");
+    }
   }
 
   static bool has_atomic(const Stmt& s) {

@@ -60,14 +60,34 @@ def test_wgmma_sass(name, args, mnemonic, per_step):
     assert "LDL" not in sass and "STL" not in sass and "LOCAL:0" in usage, usage
 
 
-def test_converting_epilogue_stores_whole_words():
+@pytest.mark.parametrize("switches, store", [((), " STS"), (("tl.disable_tma_lower",), " STG.")])
+def test_converting_epilogue_stores_whole_words(switches, store):
     """The float accumulators are rounded to bfloat16 in pairs and stored 32 bits at a time
     (a thread owns two adjacent columns of each accumulator row): half as many stores as
-    one 16-bit store per element."""
-    sass, _, _ = _sass(matmul(**dict(SASS_CASES[0][1], out_dtype="bfloat16")))
-    stores = [l.split()[1] for l in sass.splitlines() if " STG." in l]
-    assert stores and all(op == "STG.E" for op in stores), sorted(set(stores))
+    one 16-bit store per element; into the staging tile of the TMA store, or (TMA off)
+    straight to global memory."""
+    sass, _, _ = _sass(matmul(**dict(SASS_CASES[0][1], out_dtype="bfloat16")), switches)
+    stores = [l.split()[1] for l in sass.splitlines() if store in l]
+    assert stores and all(op in ("STG.E", "STS") for op in stores), sorted(set(stores))
     assert "F2FP.BF16.F32.PACK_AB" in sass
+    assert ("UTMASTG" in sass) == (not switches)
+
+
+def test_epilogue_goes_out_through_the_pipelines_free_bytes_by_tma_store():
+    """After the K loop the accumulator is written into a swizzled shared tile that reuses
+    the pipeline's bytes (no more shared memory than before) and leaves by TMA store; the
+    lowering report says so."""
+    func = matmul(**dict(SASS_CASES[0][1], out_dtype="bfloat16"))
+    sass, usage, report = _sass(func)
+    assert "through a shared tile in the pipeline's free bytes (65536 bytes), then by TMA store" in report, report
+    assert "T.copy C_local_staged -> C by TMA store (cp.async.bulk.tensor, boxes of 128 x 64, 128B swizzle)" in report
+    assert "UTMASTG" in sass and "UBLKCP" not in sass and " STG." not in sass
+    plain = _C.lower(func.handle, SM90, ["tl.disable_tma_lower"]).lowering_report()
+    import re
+    planned = lambda r: re.findall(r": shared memory (\d+) bytes", r)  # noqa: E731
+    # The three stages of A and B tiles and the six mbarriers: the staging tile adds nothing.
+    assert planned(report) == [str(3 * (128 * 64 + 64 * 256) * 2 + 6 * 8)], planned(report)
+    assert "TMA store" not in plain
 
 
 @pytest.mark.parametrize("switch", ["tl.disable_tma_lower", "tl.disable_warp_specialized"])
@@ -163,7 +183,9 @@ def test_wgmma_tile_layout_is_canonical():
     assert "__align__(1024) uint8_t tl_dyn_smem[]" in source
     assert "tl::wgmma_desc(" in source and "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in source
     assert source.count("tl::fence_proxy_async();") >= 1
-    assert "tl::prefetch_tensor_map(A_tmap0);" in source and "tl::prefetch_tensor_map(B_tmap1);" in source
+    import re
+    prefetched = re.findall(r"tl::prefetch_tensor_map\(([ABC])_tmap\d\);", source)
+    assert sorted(prefetched) == ["A", "B", "C"], prefetched  # the operands' maps and the TMA store's
 
 
 def _async_gemm(M, N, K, dtype="float16", spelling="gemm", threads=128):

@@ -597,6 +597,42 @@ TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0,
       : "memory");
 }
 
+// cp.async.bulk.tensor store: the box of shared memory at smem to coords (innermost first)
+// of the tensor `map` describes, in the calling thread's bulk async-group. Coordinates past
+// the tensor's edge are not written.
+TL_DEVICE void tma_store(const TensorMap& map, const void* smem, int c0) {
+  TL_SM90("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];\n" ::"l"(&map), "r"(smem_addr(smem)),
+          "r"(c0)
+          : "memory");
+}
+TL_DEVICE void tma_store(const TensorMap& map, const void* smem, int c0, int c1) {
+  TL_SM90("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(&map),
+          "r"(smem_addr(smem)), "r"(c0), "r"(c1)
+          : "memory");
+}
+TL_DEVICE void tma_store(const TensorMap& map, const void* smem, int c0, int c1, int c2) {
+  TL_SM90("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(&map),
+          "r"(smem_addr(smem)), "r"(c0), "r"(c1), "r"(c2)
+          : "memory");
+}
+TL_DEVICE void tma_store(const TensorMap& map, const void* smem, int c0, int c1, int c2, int c3) {
+  TL_SM90("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(&map),
+          "r"(smem_addr(smem)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+          : "memory");
+}
+TL_DEVICE void tma_store(const TensorMap& map, const void* smem, int c0, int c1, int c2, int c3, int c4) {
+  TL_SM90("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];\n" ::"l"(&map),
+          "r"(smem_addr(smem)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+          : "memory");
+}
+// The calling thread's bulk stores so far form a group; waiting until at most kGroups
+// groups still read shared memory makes their source tiles free to overwrite.
+TL_DEVICE void tma_store_commit() { TL_SM90("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int kGroups>
+TL_DEVICE void tma_store_wait_read() {
+  TL_SM90("cp.async.bulk.wait_group.read %0;\n" ::"n"(kGroups) : "memory");
+}
+
 // Warpgroup register budgets: the whole warpgroup moves to kRegs registers per thread.
 template <int kRegs, bool kIncrease>
 TL_DEVICE void set_max_nreg() {

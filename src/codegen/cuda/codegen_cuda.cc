@@ -162,7 +162,7 @@ std::vector<KernelSite> find_kernels(const PrimFunc& f) {
 }
 
 // tma_load(global element, shared element, mbarrier element, swizzle bytes, rank,
-//          box..., coords...): the map it needs.
+//          box..., coords...) and tma_store (the same, 0 for the mbarrier): the map it needs.
 TensorMapSpec tma_spec_of(const CallNode* call) {
   TensorMapSpec spec;
   spec.dtype = call->args.at(0)->dtype;
@@ -189,11 +189,11 @@ std::vector<CudaKernelParam> kernel_params(const PrimFuncNode& f) {
     if (scalars.count(v.get())) continue;
     out.push_back({CudaKernelParam::Kind::ShapeVar, v->name, DataType::Int(64), v, -1});
   }
-  // TMA tensor maps: one per (global buffer, box, swizzle) that a tma_load names, in order
-  // of first use.
+  // TMA tensor maps: one per (global buffer, box, swizzle) that a tma_load or tma_store
+  // names, in order of first use.
   for_each_expr(f.body, [&](const ExprNode* e) {
     auto* call = dynamic_cast<const CallNode*>(e);
-    if (!call || call->op != "tma_load") return;
+    if (!call || (call->op != "tma_load" && call->op != "tma_store")) return;
     auto* g = as<BufferLoadNode>(call->args.at(0));
     int index = -1;
     for (size_t i = 0; g && i < f.params.size(); ++i)
@@ -591,7 +591,8 @@ class CodeGenCUDA : public Emitter {
     return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
            op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "use_swizzle" || op == "wgmma" ||
            op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async" ||
-           op == "tma_load" || op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" ||
+           op == "tma_load" || op == "tma_store" || op == "tma_store_commit" || op == "tma_store_wait_read" ||
+           op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" ||
            op == "mbarrier_arrive_expect_tx" || op == "mbarrier_init_all" ||
            op == "mbarrier_wait" || op == "set_max_nreg" || op == "named_barrier_sync" || op == "ws_role" ||
            op == "wait_wgmma";
@@ -926,7 +927,7 @@ class CodeGenCUDA : public Emitter {
       if (!wait) line("tl::wgmma_fence();");
       return;
     }
-    if (op == "tma_load") {
+    if (op == "tma_load" || op == "tma_store") {
       require_arch(90, call->span, "TMA");
       TensorMapSpec spec = tma_spec_of(call);
       auto* g = as<BufferLoadNode>(call->args[0]);
@@ -938,12 +939,22 @@ class CodeGenCUDA : public Emitter {
       if (map.empty()) fail(ErrorKind::Internal, call->span, "internal: no tensor map parameter for a TMA copy");
       auto* smem = as<BufferLoadNode>(call->args[1]);
       auto* bar = as<BufferLoadNode>(call->args[2]);
-      if (!smem || !bar) fail(ErrorKind::Internal, call->span, "internal: tma_load takes shared and mbarrier elements");
-      std::string text = "tl::tma_load(" + map + ", &" + element(smem->buffer, smem->indices, smem->span) + ", &" +
-                         element(bar->buffer, bar->indices, bar->span);
+      bool load = op == "tma_load";
+      if (!smem || (load && !bar))
+        fail(ErrorKind::Internal, call->span, "internal: " + op + " takes shared (and mbarrier) elements");
+      std::string text = "tl::" + op + "(" + map + ", &" + element(smem->buffer, smem->indices, smem->span);
+      if (load) text += ", &" + element(bar->buffer, bar->indices, bar->span);
       size_t rank = spec.box.size();
       for (size_t d = rank; d-- > 0;) text += ", " + convert(call->args[5 + rank + d], DataType::Int(32)).text;
       line(text + ");");
+      return;
+    }
+    if (op == "tma_store_commit") {
+      line("tl::tma_store_commit();");
+      return;
+    }
+    if (op == "tma_store_wait_read") {
+      line("tl::tma_store_wait_read<" + std::to_string(const_arg(call, 0, "group count")) + ">();");
       return;
     }
     if (op == "mbarrier_init_all") {

@@ -17,6 +17,7 @@
 #include "transform/lower_to_threads.h"
 #include "transform/pass.h"
 #include "transform/simplify.h"
+#include "transform/stage_epilogue.h"
 
 namespace tl {
 
@@ -27,6 +28,9 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       {"legalize_safe_memory_access", legalize_safe_memory_access},
       // T.Pipelined: copies run ahead into multi-buffered shared memory (cp.async).
       {"inject_software_pipeline", [&](const PrimFunc& g) { return inject_software_pipeline(g, target); }},
+      // An accumulator's store to global memory after the pipeline goes through its free
+      // bytes and a TMA store (sm_90a).
+      {"stage_epilogue", [&](const PrimFunc& g) { return stage_epilogue(g, target); }},
       // Shared buffers that are never alive together share bytes.
       {"plan_shared_memory", plan_shared_memory},
       // Barriers are placed at tile level, where every statement is one block-wide step.
