@@ -70,11 +70,15 @@ GemmInstruction choose_wgmma(const TileOpNode& op, const Target& target, int64_t
   const Buffer &A = op.regions[0].buffer, &B = op.regions[1].buffer, &C = op.regions[2].buffer;
   bool half_in = A->dtype == DataType::Float(16) || A->dtype == DataType::BFloat16();
   bool int8 = A->dtype == DataType::Int(8);
+  // float16 accumulators take float16 and float8 inputs (not bfloat16: the PTX ISA has
+  // no such instruction).
+  bool f16_acc_ok = A->dtype == DataType::Float(16) || is_fp8(A->dtype);
   bool types_ok = B->dtype == A->dtype && (((half_in || is_fp8(A->dtype)) && C->dtype == DataType::Float(32)) ||
+                                           (f16_acc_ok && C->dtype == DataType::Float(16)) ||
                                            (int8 && C->dtype == DataType::Int(32)));
   if (!types_ok)
-    return no("it takes float16/bfloat16/float8 inputs into float32, or int8 into int32 (got " + A->dtype.str() +
-              " x " + B->dtype.str() + " -> " + C->dtype.str() + ")");
+    return no("it takes float16/bfloat16/float8 inputs into float32, float16/float8 into float16, or int8 into "
+              "int32 (got " + A->dtype.str() + " x " + B->dtype.str() + " -> " + C->dtype.str() + ")");
   ins.k = half_in ? 16 : 32;
   if (!B->is_shared()) return no("B must be in shared memory");
   if (!A->is_shared() && !A->is_fragment()) return no("A must be in shared memory or a fragment");

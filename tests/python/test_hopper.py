@@ -40,6 +40,14 @@ SASS_CASES = [
     ("int8_nt_128x128x64", dict(M=512, N=512, K=512, block_M=128, block_N=128, block_K=64, in_dtype="int8",
                                 out_dtype="int32", accum_dtype="int32", transpose_B=True, num_stages=3),
      "IGMMA.64x128x32.S8.S8", 4),
+    # float16 accumulators: two per register.
+    ("fp16_acc16_128x256x64_2wg", dict(M=1024, N=1024, K=1024, block_M=128, block_N=256, block_K=64,
+                                       in_dtype="float16", out_dtype="float16", accum_dtype="float16", num_stages=3,
+                                       threads=256), "HGMMA.64x128x16.F16 ", 8),
+    ("fp8_acc16_nt_128x256x128_2wg", dict(M=1024, N=1024, K=1024, block_M=128, block_N=256, block_K=128,
+                                          in_dtype="float8_e4m3", out_dtype="float16", accum_dtype="float16",
+                                          transpose_B=True, num_stages=3, threads=256),
+     "QGMMA.64x128x32.F16.E4M3.E4M3", 8),
 ]
 
 
@@ -441,6 +449,31 @@ def test_wgmma_8bit_numerics(target, rng, in_dtype):
     else:
         from test_kernels import assert_fp8_wgmma_close
         assert_fp8_wgmma_close(c, a, b.T)
+
+
+@pytest.mark.parametrize("in_dtype", ["float16", "float8_e4m3", "float8_e5m2"])
+def test_wgmma_float16_accumulator_numerics(target, rng, in_dtype):
+    """float16 accumulators (two per register): each product is added in float16, so the
+    error grows with K; against float64, within float16's rounding of every partial sum."""
+    _gpu_only(target)
+    M, N, K = 256, 256, 256
+    fp8 = in_dtype != "float16"
+    kernel = tilelang.compile(matmul(M, N, K, 128, 256, 128 if fp8 else 64, in_dtype=in_dtype, out_dtype="float16",
+                                     accum_dtype="float16", transpose_B=fp8, num_stages=3, threads=256),
+                              out_idx=[2], target=target)
+    assert "-> float16) on wgmma" in kernel.get_lowering_report()
+    np_t = {"float16": np.float16, "float8_e4m3": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}[in_dtype]
+    a = rng.uniform(-1, 1, (M, K)).astype(np_t)
+    b = rng.uniform(-1, 1, (N, K) if fp8 else (K, N)).astype(np_t)
+    b64 = b.astype(np.float64).T if fp8 else b.astype(np.float64)
+    ref = a.astype(np.float64) @ b64
+    c = np.asarray(kernel(a, b)).astype(np.float64)
+    # K additions, each rounded to float16 (2^-11 of the running sum, at most the sum of
+    # |a||b| so far), and the float8 tensor cores' reduced-precision adds.
+    bound = np.abs(a.astype(np.float64)) @ np.abs(b64) * K * 2.0 ** -11 + 1e-2
+    assert (np.abs(c - ref) <= bound).all(), np.max(np.abs(c - ref) / bound)
+    rel = np.linalg.norm(c - ref) / np.linalg.norm(ref)
+    assert rel < 5e-3, rel
 
 
 def _named_barrier_kernel(barrier_id=2, arrive_count=None):

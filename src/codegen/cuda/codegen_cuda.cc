@@ -923,7 +923,12 @@ class CodeGenCUDA : public Emitter {
       std::string first = element(acc->buffer, acc->indices, acc->span);
       if (wait) line("tl::wgmma_wait<" + std::to_string(const_arg(call, 0, "group count")) + ">();");
       line("#pragma unroll");
-      line("for (int tl_i = 0; tl_i < " + std::to_string(count) + "; ++tl_i) tl::fence_operand((&" + first + ")[tl_i]);");
+      // float16 accumulators live in pairs, one 32-bit register each.
+      if (acc->buffer->dtype == DataType::Float(16))
+        line("for (int tl_i = 0; tl_i < " + std::to_string(count / 2) +
+             "; ++tl_i) tl::fence_operand(reinterpret_cast<int*>(&" + first + ")[tl_i]);");
+      else
+        line("for (int tl_i = 0; tl_i < " + std::to_string(count) + "; ++tl_i) tl::fence_operand((&" + first + ")[tl_i]);");
       if (!wait) line("tl::wgmma_fence();");
       return;
     }
@@ -1050,13 +1055,14 @@ class CodeGenCUDA : public Emitter {
     if (!acc || !types) fail(ErrorKind::Internal, sp, "internal: wgmma takes (c, a, b, n, trans_a, trans_b, type)");
     int64_t n = const_arg(call, 3, "N"), trans_a = const_arg(call, 4, "trans_a"), trans_b = const_arg(call, 5, "trans_b");
     bool int_acc = acc->buffer->dtype.is_integer();
+    bool f16_acc = acc->buffer->dtype == DataType::Float(16);  // two per 32-bit register
     const std::string& in = types->value;
     bool half = in == "f16" || in == "bf16";
     auto* a_reg = as<BufferLoadNode>(call->args[1]);
-    int64_t regs = n / 2;
+    int64_t regs = f16_acc ? n / 4 : n / 2;
     std::string first = element(acc->buffer, acc->indices, acc->span);
     std::string ins = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k" + (half ? "16" : "32") + "." +
-                      (int_acc ? "s32" : "f32") + "." + in + "." + in;
+                      (int_acc ? "s32" : f16_acc ? "f16" : "f32") + "." + in + "." + in;
     std::string d = "{";
     for (int64_t i = 0; i < regs; ++i) d += (i ? ", %" : "%") + std::to_string(i);
     d += "}";
@@ -1090,7 +1096,9 @@ class CodeGenCUDA : public Emitter {
     ++indent_;
     std::string outs;
     for (int64_t i = 0; i < regs; ++i)
-      outs += std::string(i ? ", " : "") + (int_acc ? "\"+r\"(" : "\"+f\"(") + "(&" + first + ")[" + std::to_string(i) + "])";
+      outs += std::string(i ? ", " : "") +
+              (f16_acc ? "\"+r\"(reinterpret_cast<uint32_t*>(&" + first + ")[" + std::to_string(i) + "])"
+                       : (int_acc ? "\"+r\"(" : "\"+f\"(") + std::string("(&") + first + ")[" + std::to_string(i) + "])");
     line(": " + outs);
     std::string ins_text;
     for (size_t i = 0; i < inputs.size(); ++i) ins_text += (i ? ", " : "") + inputs[i];
