@@ -1,5 +1,6 @@
 #include "transform/stage_epilogue.h"
 
+#include <algorithm>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -38,6 +39,20 @@ class Stage : public IRMutator {
  protected:
   Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
     pipelined_.clear();
+    // Shared memory the kernel could still take: the limit less every shared buffer's bytes
+    // as if none shared any (an upper bound of the plan).
+    int64_t used = 0;
+    struct Sum : IRVisitor {
+      int64_t* used;
+      using IRVisitor::visit;
+      void visit_allocate(const AllocateNode* a) override {
+        if (a->buffer->is_shared()) *used += std::max<int64_t>(shared_bytes(a->buffer), 0) + 128;  // + alignment
+        IRVisitor::visit_allocate(a);
+      }
+    } sum;
+    sum.used = &used;
+    sum.visit(n->body);
+    headroom_ = target_.max_shared_bytes - used;
     return IRMutator::mutate_kernel(s, n);
   }
   Stmt mutate_allocate(const Stmt& s, const AllocateNode* n) override {
@@ -45,16 +60,23 @@ class Stage : public IRMutator {
     if (n->buffer->is_shared() && n->attrs.count("stages")) pipelined_.push_back(n->buffer);
     return IRMutator::mutate_allocate(s, n);
   }
-  // Only the kernel's top-level sequence (through allocations and lets): a copy there runs
-  // once, after the statements before it.
-  Stmt mutate_for(const Stmt& s, const ForNode*) override { return s; }
+  // The kernel's top-level sequence (through allocations and lets), where a copy runs once
+  // after the statements before it, and serial loops (a persistent kernel's tile loop),
+  // where the pipeline's tiles are used again and the staging tile needs bytes of its own.
+  Stmt mutate_for(const Stmt& s, const ForNode* n) override {
+    if (n->for_kind != ForKind::Serial) return s;
+    ++loops_;
+    Stmt out = IRMutator::mutate_for(s, n);
+    --loops_;
+    return out;
+  }
   Stmt mutate_if(const Stmt& s, const IfThenElseNode*) override { return s; }
 
   Stmt mutate_seq(const Stmt& s, const SeqStmtNode* n) override {
     std::vector<Stmt> out(n->seq.begin(), n->seq.end());
     bool changed = false;
     for (size_t i = 0; i < out.size(); ++i) {
-      if (auto* a = as<AllocateNode>(out[i]); a || as<LetStmtNode>(out[i])) {
+      if (as<AllocateNode>(out[i]) || as<LetStmtNode>(out[i]) || as<ForNode>(out[i])) {
         Stmt m = mutate(out[i]);
         changed = changed || m != out[i];
         out[i] = m;
@@ -71,7 +93,10 @@ class Stage : public IRMutator {
       int64_t free_bytes = 0;
       for (auto& b : pipelined_)
         if (!later.count(b.get()) && shared_bytes(b) > 0) free_bytes += shared_bytes(b);
-      Stmt staged = stage(*op, free_bytes);
+      // Inside a loop the pipeline's tiles are never free: the staging tile takes bytes of
+      // its own; after the pipeline it takes theirs, and more where the kernel has room.
+      bool own_bytes = loops_ > 0;
+      Stmt staged = stage(*op, own_bytes ? 0 : free_bytes, own_bytes);
       if (staged) {
         out[i] = staged;
         changed = true;
@@ -83,7 +108,7 @@ class Stage : public IRMutator {
  private:
   // copy(F, G[...]) -> allocate T; copy(F, T); copy(T, G[...]), when the tile fits the free
   // bytes and its store can be a TMA store; else null.
-  Stmt stage(const TileOpNode& op, int64_t free_bytes) {
+  Stmt stage(const TileOpNode& op, int64_t pipeline_free, bool own_bytes) {
     const BufferRegion &src = op.regions[0], &dst = op.regions[1];
     std::vector<Expr> shape;
     for (auto& r : dst.ranges) {
@@ -98,20 +123,35 @@ class Stage : public IRMutator {
       if (!mn || *mn != 0 || !e || !full || *e != *full || *e != *const_int(shape[d])) return nullptr;
     }
     Buffer tile = make_buffer(src.buffer->name + "_staged", dst.buffer->dtype, shape, scope::kSharedDyn, op.span);
-    if (shared_bytes(tile) > free_bytes) return nullptr;
     auto store = std::make_shared<TileOpNode>("copy", std::vector<BufferRegion>{full_region(tile, op.span), dst},
                                               std::vector<Expr>{}, Attrs{}, op.span);
     if (!why_not_tma_store(*store, target_).empty()) return nullptr;
+    // The tile takes the pipeline's dead bytes when they hold it, else bytes of its own.
+    int64_t bytes = shared_bytes(tile), free_bytes = std::max<int64_t>(pipeline_free, headroom_);
+    if (bytes > free_bytes) {
+      // The program could have had it with fewer pipeline stages or a smaller tile.
+      report.push_back(op.span.str() + ": T.copy " + src.buffer->name + " -> " + dst.buffer->name +
+                       " stored from registers [slower path: not through a shared tile and a TMA store: its " +
+                       std::to_string(bytes) + " bytes do not fit the " +
+                       std::to_string(std::max<int64_t>(free_bytes, 0)) + " bytes of shared memory " +
+                       (own_bytes ? "the kernel leaves free (fewer pipeline stages would make room)"
+                                  : "the pipeline's tiles or the kernel leave free") +
+                       "]");
+      return nullptr;
+    }
     auto fill = std::make_shared<TileOpNode>("copy", std::vector<BufferRegion>{src, full_region(tile, op.span)},
                                              std::vector<Expr>{}, op.attrs, op.span);
-    report.push_back(op.span.str() + ": T.copy " + src.buffer->name + " -> " + dst.buffer->name +
-                     " through a shared tile in the pipeline's free bytes (" + std::to_string(shared_bytes(tile)) +
+    if (bytes > pipeline_free) headroom_ -= bytes + 128;
+    report.push_back(op.span.str() + ": T.copy " + src.buffer->name + " -> " + dst.buffer->name + " through a shared tile " +
+                     (bytes <= pipeline_free ? "in the pipeline's free bytes (" : "of its own (") + std::to_string(bytes) +
                      " bytes), then by TMA store");
     return std::make_shared<AllocateNode>(tile, make_seq({fill, store}, op.span), Attrs{}, op.span);
   }
 
   const Target& target_;
   std::vector<Buffer> pipelined_;  // the kernel's multi-buffered shared tiles seen so far
+  int64_t headroom_ = 0;           // shared bytes the kernel leaves under the target's limit
+  int loops_ = 0;                  // serial loops around the statement
 };
 
 }  // namespace

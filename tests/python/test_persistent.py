@@ -84,14 +84,37 @@ def test_pipeline_inside_the_persistent_loop_keeps_the_hopper_path():
     """The producer warpgroup runs the persistent loop's skeleton (tile coordinates, the
     TMA loads) and the consumers everything else; the stage and the phase of the mbarriers
     run on across tiles, and the protocol check simulates several tiles in a row."""
-    sass, usage, report = sass_of(matmul_persistent(8192, 8192, 8192, 132, block_M=128, block_N=256, num_stages=4,
+    sass, usage, report = sass_of(matmul_persistent(8192, 8192, 8192, 132, block_M=128, block_N=256, num_stages=3,
                                                     dtype="bfloat16"))
     assert "pipelined by a TMA producer warpgroup" in report and "warp specialised" in report, report
     assert "three times in a row" in report, report
     assert "[slower path" not in report, report
+    # Each tile's result leaves through a staging tile of its own by TMA store.
+    assert "T.copy C_local -> C through a shared tile of its own (65536 bytes), then by TMA store" in report
+    assert "UTMASTG" in sass
     assert sass.count("HGMMA.64x128x16.F32.BF16") % 8 == 0 and "HGMMA" in sass
     assert "UTMALDG" in sass and "SYNCS.PHASECHK" in sass and "USETMAXREG.TRY_ALLOC" in sass
     assert "LDL" not in sass and "STL" not in sass and "LOCAL:0" in usage, usage
+
+
+def test_an_epilogue_without_room_for_its_staging_tile_is_a_reported_slower_path(monkeypatch):
+    """Four stages of 128 x 256 bf16 tiles leave 35 KB: the 64 KB staging tile does not
+    fit, the accumulators are stored from registers, and the report and a warning say so."""
+    import sys
+    import warnings
+    from tilelang.errors import TileLangPerformanceWarning
+    func = matmul_persistent(8192, 8192, 8192, 132, block_M=128, block_N=256, num_stages=4, dtype="bfloat16")
+    report = _C.lower(func.handle, SM90).lowering_report()
+    assert ("T.copy C_local -> C stored from registers [slower path: not through a shared tile and a TMA store: its "
+            "65536 bytes do not fit the 35392 bytes of shared memory the kernel leaves free (fewer pipeline stages "
+            "would make room)]") in report, report
+    jk = sys.modules["tilelang.jit.kernel"]
+    monkeypatch.setattr(jk, "_warned", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jk._warn_slower_paths(report)
+    assert len(caught) == 1 and issubclass(caught[0].category, TileLangPerformanceWarning)
+    assert "fewer pipeline stages would make room" in str(caught[0].message)
 
 
 def test_producer_code_holds_only_the_loop_skeleton():
@@ -167,7 +190,7 @@ def test_persistent_tma_pipeline_trip_counts(target, rng, num_stages):
 
 @pytest.mark.parametrize("M, N, K, blocks, stages, epilogue_shared", [
     (1000, 1800, 1000, 132, 4, False),   # ragged edges, fewer tiles per block than stages
-    (2048, 2048, 2048, 7, 4, False),     # many tiles per block
+    (2048, 2048, 2048, 7, 3, False),     # many tiles per block, each stored by TMA from a staging tile
     (1024, 1280, 512, 20, 3, True),      # the result through a shared tile
 ])
 def test_persistent_gemm_on_the_hopper_path(target, rng, M, N, K, blocks, stages, epilogue_shared):
