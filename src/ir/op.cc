@@ -18,6 +18,7 @@ const IntrinsicInfo kIntrinsics[] = {
     {"ceil", 1, true},     {"round", 1, true},     {"trunc", 1, true},   {"pow", 2, true},
     {"fmod", 2, true},     {"abs", 1, false},      {"isnan", 1, false},  {"isinf", 1, false},
     {"thread_index", 1, false},  // index of the thread within the block, per dimension
+    {"thread_range", 2, false},  // `with T.ws(...)`: whether the thread is in [lo, hi) of the block
     {"print", -1, false},        // T.print of scalars
 };
 
@@ -214,7 +215,7 @@ Expr call(const std::string& op, std::vector<Expr> args, Span span) {
     if (!t.is_float()) t = DataType::Float(32);
     for (auto& a : args) a = cast(t, a, span);
   }
-  if (op == "isnan" || op == "isinf") t = DataType::Bool();
+  if (op == "isnan" || op == "isinf" || op == "thread_range") t = DataType::Bool();
   if (op == "print") t = DataType::Void();
   return std::make_shared<CallNode>(t, op, std::move(args), span);
 }

@@ -15,6 +15,12 @@ bool is_barrier(const Stmt& s) {
   return call && (call->op == "sync_threads" || call->op == "named_barrier_sync");
 }
 
+bool is_arrival(const Stmt& s) {
+  auto* ev = as<EvaluateNode>(s);
+  auto* call = ev ? as<CallNode>(ev->value) : nullptr;
+  return call && (call->op == "mbarrier_arrive" || call->op == "mbarrier_arrive_expect_tx");
+}
+
 // Calls that name shared memory without writing it through the generic proxy: the async
 // proxy's own reads and writes (ordered by mbarriers) and the barriers' protocol.
 bool leaves_shared_to_async_proxy(const std::string& op) {
@@ -59,7 +65,9 @@ class FenceBeforeBarriers : public IRMutator {
     return make_seq(out, n->span);
   }
   Stmt mutate_evaluate(const Stmt& s, const EvaluateNode* n) override {
-    if (is_barrier(s)) {
+    // An mbarrier arrival hands shared memory to other threads by hand (T.ws regions),
+    // which may read it through the async proxy (wgmma): the same fence as a barrier.
+    if (is_barrier(s) || is_arrival(s)) {
       if (!dirty_) return s;
       dirty_ = false;
       return std::make_shared<SeqStmtNode>(std::vector<Stmt>{fence(n->span), s}, n->span);

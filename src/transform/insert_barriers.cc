@@ -1,6 +1,7 @@
 #include "transform/insert_barriers.h"
 
 #include <functional>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -29,8 +30,30 @@ bool is_barrier(const Stmt& s) {
   return is_barrier_call(ev ? as<CallNode>(ev->value) : nullptr);
 }
 
-Stmt make_barrier(Span span) {
-  auto call = std::make_shared<CallNode>(DataType::Void(), kBarrierOp, std::vector<Expr>{}, span);
+// The threads [lo, hi) of a `with T.ws(...)` region; hi < 0 for the whole block.
+struct ThreadRange {
+  int64_t lo = 0, hi = -1;
+  bool whole() const { return hi < 0; }
+  bool operator==(const ThreadRange&) const = default;
+};
+
+// The region `cond` opens (`if thread_range(lo, hi)`), if it is one.
+std::optional<ThreadRange> thread_range_of(const Expr& cond) {
+  auto* c = as<CallNode>(cond);
+  if (!c || c->op != "thread_range" || c->args.size() != 2) return std::nullopt;
+  const int64_t *lo = const_int(c->args[0]), *hi = const_int(c->args[1]);
+  if (!lo || !hi) return std::nullopt;
+  return ThreadRange{*lo, *hi};
+}
+
+// A barrier of the block, or inside a T.ws region one of its threads only (named barrier
+// 1 + its first warpgroup: the other threads never reach it).
+Stmt make_barrier(Span span, ThreadRange range = {}) {
+  auto call = range.whole() ? std::make_shared<CallNode>(DataType::Void(), kBarrierOp, std::vector<Expr>{}, span)
+                            : std::make_shared<CallNode>(DataType::Void(), "named_barrier_sync",
+                                                         std::vector<Expr>{make_int(1 + range.lo / 128),
+                                                                           make_int(range.hi - range.lo)},
+                                                         span);
   return std::make_shared<EvaluateNode>(call, span);
 }
 
@@ -85,6 +108,7 @@ struct Access {
   const BufferNode* buffer;   // regions compare only within one buffer (same shape)
   bool write;
   std::vector<Interval> region;  // one interval per dimension; empty: the whole buffer
+  ThreadRange threads = {};      // the T.ws region that made it
   bool operator==(const Access&) const = default;
 };
 using AccessSet = std::vector<Access>;
@@ -98,6 +122,8 @@ bool disjoint(const Access& a, const Access& b) {
 }
 
 bool conflicts(const Access& a, const Access& b) {
+  // Two T.ws regions order what they share by hand (mbarriers): no barrier between them.
+  if (!a.threads.whole() && !b.threads.whole() && !(a.threads == b.threads)) return false;
   return a.storage == b.storage && (a.write || b.write) && !disjoint(a, b);
 }
 
@@ -142,8 +168,8 @@ class AccessCollector : public IRVisitor {
  public:
   using IRVisitor::visit;
   AccessCollector(arith::Analyzer& analyzer, const std::unordered_set<const BufferNode*>& self_synchronised,
-                  const std::unordered_map<const BufferNode*, const void*>& shared_bytes)
-      : analyzer_(analyzer), self_synchronised_(self_synchronised), shared_bytes_(shared_bytes) {}
+                  const std::unordered_map<const BufferNode*, const void*>& shared_bytes, ThreadRange threads = {})
+      : analyzer_(analyzer), self_synchronised_(self_synchronised), shared_bytes_(shared_bytes), threads_(threads) {}
   AccessSet accesses;
 
  protected:
@@ -152,7 +178,7 @@ class AccessCollector : public IRVisitor {
     const void* storage = b->data ? static_cast<const void*>(b->data.get()) : b.get();
     // Buffers planned into overlapping bytes of shared memory are one storage.
     if (auto it = shared_bytes_.find(b.get()); it != shared_bytes_.end()) storage = it->second;
-    Access a{storage, b.get(), write, std::move(region)};
+    Access a{storage, b.get(), write, std::move(region), threads_};
     merge(accesses, {a});
   }
   std::vector<Interval> point_region(const std::vector<Expr>& indices) {
@@ -216,6 +242,7 @@ class AccessCollector : public IRVisitor {
   arith::Analyzer& analyzer_;
   const std::unordered_set<const BufferNode*>& self_synchronised_;
   const std::unordered_map<const BufferNode*, const void*>& shared_bytes_;
+  ThreadRange threads_;
 };
 
 // ---------------------------------------------------------------- uniformity
@@ -259,7 +286,7 @@ class VaryingAnalysis : public IRVisitor {
       }
       case ExprKind::Call: {
         auto* n = static_cast<const CallNode*>(e.get());
-        return n->op == "thread_index" || any_varying(n->args);
+        return n->op == "thread_index" || n->op == "thread_range" || any_varying(n->args);
       }
       default: return false;
     }
@@ -427,18 +454,18 @@ class BarrierPlanner {
   }
 
   AccessSet collect(const Stmt& s) {
-    AccessCollector c(analyzer_, self_synchronised_, shared_bytes_);
+    AccessCollector c(analyzer_, self_synchronised_, shared_bytes_, region_);
     c.visit(s);
     return std::move(c.accesses);
   }
   AccessSet collect(const std::vector<Expr>& exprs) {
-    AccessCollector c(analyzer_, self_synchronised_, shared_bytes_);
+    AccessCollector c(analyzer_, self_synchronised_, shared_bytes_, region_);
     for (auto& e : exprs) c.visit(e);
     return std::move(c.accesses);
   }
 
   Stmt with_barrier_before(bool barrier, const Stmt& s, Span span) {
-    return barrier ? make_seq({make_barrier(span), s}, span) : s;
+    return barrier ? make_seq({make_barrier(span, region_), s}, span) : s;
   }
 
   Stmt plan_unit(const Stmt& s, AccessSet& pending) {
@@ -503,7 +530,12 @@ class BarrierPlanner {
 
     // One iteration from a clean start; its tail meets the head of the next iteration.
     Trial clean = trial(n->body, {});
-    bool carried = entry_needs_barrier(n->body, clean.after, clean.events);
+    // What a T.ws region leaves for its own next run, it orders itself (a barrier of its
+    // threads at its start): only the whole block's accesses need one at the loop's end.
+    AccessSet whole_block_after;
+    for (auto& a : clean.after)
+      if (a.threads.whole()) whole_block_after.push_back(a);
+    bool carried = entry_needs_barrier(n->body, whole_block_after, clean.events);
     // Hazards from before the loop into its first iteration: one barrier, run once.
     bool barrier_before = conflicts(header, pending) || entry_needs_barrier(n->body, pending, clean.events);
     if (barrier_before) {
@@ -523,10 +555,10 @@ class BarrierPlanner {
     AccessSet on_entry = pending;
     if (!carried && !barrier_at_start) merge(pending, clean.after);  // later iterations start so
     Stmt body = plan(n->body, pending);
-    if (barrier_at_start) body = make_seq({make_barrier(n->span), body}, n->span);
+    if (barrier_at_start) body = make_seq({make_barrier(n->span, region_), body}, n->span);
     if (carried) {
       events_.push_back({n, Place::EndOfBody});
-      body = make_seq({body, make_barrier(n->span)}, n->span);
+      body = make_seq({body, make_barrier(n->span, region_)}, n->span);
       pending.clear();
     }
     if (may_not_run) merge(pending, on_entry);
@@ -564,6 +596,7 @@ class BarrierPlanner {
   }
 
   Stmt plan_if(const Stmt& s, const IfThenElseNode* n, AccessSet& pending) {
+    if (auto range = thread_range_of(n->cond); range && region_.whole()) return plan_region(s, n, *range, pending);
     if (varying_.varying(n->cond)) return plan_unit(s, pending);  // threads may disagree
 
     // The condition is read before either branch. A barrier both branches would need on
@@ -590,6 +623,34 @@ class BarrierPlanner {
                    : std::make_shared<IfThenElseNode>(n->cond, then_case, else_case, n->span);
     return with_barrier_before(barrier_before, out, n->span);
   }
+
+  // `if thread_range(lo, hi)` (a T.ws region): what the whole block left pending that the
+  // region touches takes a block barrier before it; inside, the region's own accesses are
+  // planned with barriers of its threads; accesses of other regions are not its concern.
+  Stmt plan_region(const Stmt& s, const IfThenElseNode* n, ThreadRange range, AccessSet& pending) {
+    region_ = range;
+    AccessSet inside = collect(n->then_case);
+    AccessSet whole_block, own, others;
+    for (auto& a : pending) (a.threads.whole() ? whole_block : a.threads == range ? own : others).push_back(a);
+    bool barrier_before = conflicts(inside, whole_block);
+    region_ = {};
+    if (barrier_before) {
+      events_.push_back({n, Place::Before});
+      whole_block.clear();
+      own.clear();
+      others.clear();
+    }
+    region_ = range;
+    Stmt then_case = plan(n->then_case, own);
+    region_ = {};
+    pending = whole_block;
+    merge(pending, others);
+    merge(pending, own);
+    Stmt out = then_case == n->then_case ? s : std::make_shared<IfThenElseNode>(n->cond, then_case, nullptr, n->span);
+    return with_barrier_before(barrier_before, out, n->span);
+  }
+
+  ThreadRange region_;  // the T.ws region being planned
 
   arith::Analyzer analyzer_;
   std::unordered_set<const BufferNode*> self_synchronised_;

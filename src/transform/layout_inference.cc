@@ -32,11 +32,70 @@ struct Decision {
   bool derived;  // from rules 1-2, not the default
 };
 
+// The threads each fragment and each T.gemm belong to: those of the `with T.ws(...)`
+// region (`if thread_range(lo, hi)`) around their uses, else the whole block. A fragment is
+// spread over its region's threads; one used in two regions is an error.
+class RegionThreads : public IRVisitor {
+ public:
+  explicit RegionThreads(int64_t block) : block_(block), range_{0, block} {}
+  std::unordered_map<const BufferNode*, std::pair<std::pair<int64_t, int64_t>, Span>> fragments;
+  std::unordered_map<const TileOpNode*, int64_t> gemm_threads;
+  using IRVisitor::visit;
+
+  int64_t threads_of(const BufferNode* b) const {
+    auto it = fragments.find(b);
+    return it == fragments.end() ? block_ : it->second.first.second - it->second.first.first;
+  }
+
+ protected:
+  void visit_if(const IfThenElseNode* n) override {
+    auto* c = as<CallNode>(n->cond);
+    if (!c || c->op != "thread_range") return IRVisitor::visit_if(n);
+    auto saved = range_;
+    range_ = {*const_int(c->args[0]), *const_int(c->args[1])};
+    visit(n->then_case);
+    range_ = saved;
+  }
+  void visit_tile_op(const TileOpNode* n) override {
+    if (n->op == "gemm") gemm_threads[n] = range_.second - range_.first;
+    if (n->op != "annotate_layout")
+      for (auto& r : n->regions) note(r.buffer.get(), n->span);
+    IRVisitor::visit_tile_op(n);
+  }
+  void visit_load(const BufferLoadNode* n) override {
+    note(n->buffer.get(), n->span);
+    IRVisitor::visit_load(n);
+  }
+  void visit_store(const BufferStoreNode* n) override {
+    note(n->buffer.get(), n->span);
+    IRVisitor::visit_store(n);
+  }
+
+ private:
+  void note(const BufferNode* b, Span span) {
+    if (b->scope != scope::kFragment) return;
+    auto [it, fresh] = fragments.insert({b, {range_, span}});
+    if (fresh || it->second.first == range_) return;
+    auto text = [&](std::pair<int64_t, int64_t> r) {
+      return r.first == 0 && r.second == block_ ? std::string("the whole block")
+                                                : "threads [" + std::to_string(r.first) + ", " + std::to_string(r.second) + ")";
+    };
+    fail(ErrorKind::Layout, span,
+         "fragment '" + b->name + "' is used by " + text(range_) + " here and by " + text(it->second.first) + " at " +
+             it->second.second.str() + ": a fragment is spread over the threads of one T.ws region",
+         "give each T.ws region its own fragments, and pass values between regions through shared memory");
+  }
+  int64_t block_;
+  std::pair<int64_t, int64_t> range_;
+};
+
 class LayoutInference : public IRVisitor {
  public:
-  LayoutInference(const KernelNode& k, const Target& target) : threads_(k.num_threads()), target_(target) {}
+  LayoutInference(const KernelNode& k, const Target& target)
+      : threads_(k.num_threads()), target_(target), regions_(k.num_threads()) {}
 
   KernelLayouts run(const KernelNode& k) {
+    regions_.visit(k.body);
     visit(k.body);  // collects fragments, gives rank >= 2 ones their default
     // Strict demands first: instruction layouts, which everything else then follows.
     choose_instructions();
@@ -54,8 +113,9 @@ class LayoutInference : public IRVisitor {
     KernelLayouts out;
     for (auto& [buf, spec] : fragments_) {
       auto it = decided_.find(buf);
-      out.fragments.emplace(buf, it != decided_.end() ? it->second.layout
-                                                      : TilePartition::grid(spec.shape, threads_, spec.elem_bytes));
+      out.fragments.emplace(buf, it != decided_.end()
+                                     ? it->second.layout
+                                     : TilePartition::grid(spec.shape, regions_.threads_of(buf), spec.elem_bytes));
     }
     out.swizzled = std::move(swizzled_);
     out.gemms = std::move(gemms_);
@@ -71,7 +131,8 @@ class LayoutInference : public IRVisitor {
       auto shape = constant_shape(n->buffer, n->span);
       fragments_[n->buffer.get()] = {shape, n->buffer->dtype.bytes()};
       if (shape.size() >= 2)
-        decided_.insert({n->buffer.get(), {TilePartition::grid(shape, threads_, n->buffer->dtype.bytes()),
+        decided_.insert({n->buffer.get(), {TilePartition::grid(shape, regions_.threads_of(n->buffer.get()),
+                                                                 n->buffer->dtype.bytes()),
                                            n->span, false}});
     }
     IRVisitor::visit_allocate(n);
@@ -150,7 +211,7 @@ class LayoutInference : public IRVisitor {
       bool all_wgmma = true, all_tensor_cores = true;
       for (auto* g : gemm_ops_) {
         bool full_row = row_owned.count(g->regions[2].buffer.get()) > 0;
-        GemmInstruction ins = choose_gemm_instruction(*g, target_, threads_, full_row, allow_wgmma);
+        GemmInstruction ins = choose_gemm_instruction(*g, target_, regions_.gemm_threads.at(g), full_row, allow_wgmma);
         if (shares(g)) {
           all_wgmma = all_wgmma && ins.kind == GemmInstruction::Kind::Wgmma;
           all_tensor_cores = all_tensor_cores && ins.kind != GemmInstruction::Kind::Simt;
@@ -222,7 +283,7 @@ class LayoutInference : public IRVisitor {
       }
       // Reducing a whole rank-1 tile: every thread ends up with the result.
       if (dst->is_fragment() && src->is_fragment() && src->shape.size() == 1)
-        decide(dst, TilePartition::broadcast(constant_shape(dst, n->span), threads_), n->span);
+        decide(dst, TilePartition::broadcast(constant_shape(dst, n->span), regions_.threads_of(dst.get())), n->span);
     }
     // A copy between fragments of one shape: the unknown side follows the known one.
     if (derive_ && n->op == "copy" && n->regions.size() == 2) {
@@ -336,6 +397,7 @@ class LayoutInference : public IRVisitor {
   };
   int64_t threads_;
   const Target& target_;
+  RegionThreads regions_;
   bool strict_ = false;
   std::vector<const TileOpNode*> gemm_ops_;
   std::vector<std::pair<const BufferNode*, const BufferNode*>> fragment_copies_;  // (src, dst)

@@ -181,6 +181,7 @@ class ThreadLowering : public IRMutator {
   // Inside `if x + c < e` (or <=, and conjunctions of them) x is known to be smaller, so
   // the lowerings below can drop bounds guards the condition already implies.
   Stmt mutate_if(const Stmt& s, const IfThenElseNode* n) override {
+    if (auto* c = as<CallNode>(n->cond); c && c->op == "thread_range") return region(n, c);
     std::vector<std::pair<const VarNode*, arith::ConstIntBound>> saved;
     std::function<void(const Expr&)> learn = [&](const Expr& cond) {
       auto* b = as<BinaryNode>(cond);
@@ -234,6 +235,7 @@ class ThreadLowering : public IRMutator {
   std::vector<std::string> report;
 
  private:
+  int64_t region_threads_ = 0;  // the threads of the T.ws region being lowered
   void report_decisions(const KernelLayouts& layouts) {
     std::vector<std::pair<const TileOpNode*, GemmInstruction>> gemms(layouts.gemms.begin(), layouts.gemms.end());
     std::sort(gemms.begin(), gemms.end(), [](auto& a, auto& b) { return a.first->span.line < b.first->span.line; });
@@ -277,6 +279,48 @@ class ThreadLowering : public IRMutator {
                                                                                     : *const_int(S->shape[1])) +
                        ", " + swizzle_mode_name(it->second.mode) + " swizzle)");
     }
+  }
+
+  // `with T.ws(...)`: the body's tile operators are lowered for the region's threads (the
+  // region's first thread is thread 0 to them), and barriers their lowerings use become
+  // named barriers of those threads.
+  Stmt region(const IfThenElseNode* n, const CallNode* range) {
+    require_kernel(n->span, "T.ws");
+    if (target_.kind != "cuda")
+      fail(ErrorKind::Unsupported, n->span, "T.ws is not supported on target " + target_.kind,
+           "warp specialisation by hand needs a CUDA target (sm_90a for its barriers)");
+    if (region_threads_)
+      fail(ErrorKind::Syntax, n->span, "T.ws blocks cannot be nested");
+    int64_t lo = *const_int(range->args[0]), hi = *const_int(range->args[1]);
+    Expr saved_thread = thread_;
+    int64_t saved_threads = threads_;
+    auto* tx = kernel_->thread_vars.empty() ? nullptr : kernel_->thread_vars[0].get();
+    arith::ConstIntBound saved_bound = tx ? az_.const_int_bound(kernel_->thread_vars[0]) : arith::ConstIntBound{};
+    if (tx) az_.bind(tx, lo, hi - lo);
+    thread_ = sub(saved_thread, make_int(lo), n->span);
+    threads_ = hi - lo;
+    region_threads_ = threads_;
+    Stmt body = mutate(n->then_case);
+    thread_ = saved_thread;
+    threads_ = saved_threads;
+    region_threads_ = 0;
+    if (tx) az_.bind(tx, saved_bound);
+    struct Named : IRMutator {
+      Expr id, count;
+      Stmt mutate_evaluate(const Stmt& st, const EvaluateNode* e) override {
+        auto* call = as<CallNode>(e->value);
+        if (!call || call->op != "sync_threads") return st;
+        return std::make_shared<EvaluateNode>(
+            std::make_shared<CallNode>(DataType::Void(), "named_barrier_sync", std::vector<Expr>{id, count}, e->span),
+            e->span);
+      }
+    } named;
+    named.id = make_int(1 + lo / 128);  // as the barrier planner's (transform/insert_barriers.cc)
+    named.count = make_int(hi - lo);
+    Expr flat = saved_thread;
+    Expr cond = binary(BinaryOp::And, binary(BinaryOp::GE, flat, make_int(lo), n->span), lt(flat, make_int(hi), n->span),
+                       n->span);
+    return std::make_shared<IfThenElseNode>(cond, named.mutate(body), nullptr, n->span);
   }
 
   static bool has_atomic(const Stmt& s) {

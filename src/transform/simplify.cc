@@ -1,5 +1,6 @@
 #include "transform/simplify.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -97,13 +98,61 @@ class Simplifier : public IRMutator {
     return std::make_shared<ForNode>(n->var, min, extent, n->for_kind, body, n->attrs, n->span);
   }
 
+  // The bounds a condition implies for the variables it compares with constants (x < c,
+  // x <= c, x >= c, x > c, either side, and conjunctions), tighter than what is known.
+  std::vector<std::pair<Var, ConstIntBound>> bounds_implied_by(const Expr& cond) {
+    std::vector<std::pair<Var, ConstIntBound>> out;
+    std::function<void(const Expr&)> learn = [&](const Expr& c) {
+      auto* b = as<BinaryNode>(c);
+      if (!b) return;
+      if (b->op == BinaryOp::And) {
+        learn(b->a);
+        learn(b->b);
+        return;
+      }
+      BinaryOp op = b->op;
+      Expr var = b->a, bound = b->b;
+      if (!as<VarNode>(var)) {  // c < x reads as x > c
+        std::swap(var, bound);
+        if (op == BinaryOp::LT) op = BinaryOp::GT;
+        else if (op == BinaryOp::LE) op = BinaryOp::GE;
+        else if (op == BinaryOp::GT) op = BinaryOp::LT;
+        else if (op == BinaryOp::GE) op = BinaryOp::LE;
+        else return;
+      }
+      auto* v = as<VarNode>(var);
+      const int64_t* k = const_int(bound);
+      if (!v || !k || !arith::is_scalar_int(v->dtype)) return;
+      Var handle = std::static_pointer_cast<const VarNode>(var);
+      ConstIntBound have = an_.const_int_bound(var);
+      for (auto& [w, nb] : out)
+        if (w.get() == v) have = nb;
+      if (op == BinaryOp::LT) have.max = std::min(have.max, *k - 1);
+      else if (op == BinaryOp::LE) have.max = std::min(have.max, *k);
+      else if (op == BinaryOp::GT) have.min = std::max(have.min, *k + 1);
+      else if (op == BinaryOp::GE) have.min = std::max(have.min, *k);
+      else return;
+      if (have.min > have.max) return;  // never true: left to the simplifier
+      out.push_back({handle, have});
+    };
+    learn(cond);
+    return out;
+  }
+
   Stmt mutate_if(const Stmt& s, const IfThenElseNode* n) override {
     Expr cond = mutate(n->cond);
     if (auto* v = const_int(cond)) {
       Stmt taken = *v ? n->then_case : n->else_case;
       return taken ? mutate(taken) : nullptr;
     }
-    Stmt then_case = mutate(n->then_case);
+    Stmt then_case;
+    {
+      // Inside `if x >= c and x < d` (a T.ws region's thread range, a tail guard) x is known
+      // to be in [c, d - 1]: index arithmetic over it folds.
+      std::vector<std::unique_ptr<Scope>> scopes;
+      for (auto& [v, b] : bounds_implied_by(cond)) scopes.push_back(std::make_unique<Scope>(this, v, b));
+      then_case = mutate(n->then_case);
+    }
     Stmt else_case = n->else_case ? mutate(n->else_case) : nullptr;
     if (is_noop(else_case)) else_case = nullptr;
     if (is_noop(then_case)) {

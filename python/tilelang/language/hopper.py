@@ -77,6 +77,44 @@ def mbarrier_arrive_expect_tx(mbarrier, tx):
     _stmt("mbarrier_arrive_expect_tx", [_barrier("mbarrier_arrive_expect_tx", mbarrier), tx])
 
 
+class WarpSpecializeSpec:
+    """What `with T.ws(...)` opens: the block's threads [lo, hi)."""
+
+    def __init__(self, lo, hi):
+        self.lo, self.hi = lo, hi
+
+
+def ws(*warp_group_ids):
+    """`with T.ws(1): ...`: the statements inside run on the given warpgroups only (128
+    threads each; consecutive ids, e.g. T.ws(0, 1)). Tile operators inside are lowered for
+    those threads (a T.gemm in T.ws(1) runs on one warpgroup), barriers the compiler places
+    inside are named barriers of those threads, and what different T.ws regions share is
+    ordered by hand (T.alloc_barrier, T.barrier_arrive / T.barrier_wait): the compiler puts
+    no barrier between two regions. Fragments belong to one region each."""
+    ids = [_int("ws", "a warpgroup id", i) for i in warp_group_ids]
+    if not ids:
+        raise _builder.error(_builder.error_cls("TileLangTypeError"), "T.ws: no warpgroup id given",
+                             "write `with T.ws(0):` for the block's first 128 threads")
+    ids = sorted(set(ids))
+    if ids[0] < 0 or ids != list(range(ids[0], ids[-1] + 1)):
+        raise _builder.error(_builder.error_cls("TileLangUnsupportedError"),
+                             f"T.ws: warpgroups {ids} are not consecutive non-negative ids",
+                             "open one T.ws region per run of consecutive warpgroups")
+    return WarpSpecializeSpec(ids[0] * 128, (ids[-1] + 1) * 128)
+
+
+def annotate_producer_reg_dealloc(reg_count: int = 24):
+    """Upstream's name for T.dec_max_nreg(reg_count): the calling warpgroup gives registers
+    back (a producer warpgroup that only issues copies)."""
+    dec_max_nreg(reg_count)
+
+
+def annotate_consumer_reg_alloc(reg_count: int = 240):
+    """Upstream's name for T.inc_max_nreg(reg_count): the calling warpgroup takes registers
+    (consumer warpgroups holding accumulators)."""
+    inc_max_nreg(reg_count)
+
+
 def fence_proxy_async():
     """Orders this thread's ordinary shared-memory writes before later reads by the tensor
     cores or TMA (fence.proxy.async.shared::cta); put it before the barrier that publishes

@@ -103,6 +103,7 @@ class Parser:
         self.closure.update(_closure_of(fn))
         self.builder = builder
         self.scopes = [Scope(ir=False)]
+        self.in_ws_block = False  # inside `with T.ws(...)`
 
     # ------------------------------------------------------------------ names
     def lookup(self, name: str, node):
@@ -431,6 +432,31 @@ class Parser:
         waves = kmax((total - index + wave - 1) // wave, 0)
         self.builder.emit(_C.for_(w, 0, waves, "serial", body, {}))
 
+    def warp_specialized_block(self, node, spec):
+        """`with T.ws(ids):` -> `if thread_range(lo, hi): body` (docs/gpu_lowering.md)."""
+        from ..errors import TileLangUnsupportedError
+        if not self.builder.kernels:
+            raise self.error(TileLangSyntaxError, "T.ws is used outside a T.Kernel block", node)
+        if self.in_ws_block:
+            raise self.error(TileLangSyntaxError, "T.ws blocks cannot be nested", node)
+        if node.items[0].optional_vars is not None:
+            raise self.error(TileLangSyntaxError, "`with T.ws(...)` binds no name", node)
+        threads = self.builder.kernels[-1][1]
+        total = 1
+        for t in threads:
+            total *= t
+        if len(threads) != 1 or spec.hi > total:
+            raise self.error(TileLangUnsupportedError,
+                             f"T.ws over threads [{spec.lo}, {spec.hi}), but the block has threads={list(threads)}",
+                             "T.ws needs a 1-D block of whole warpgroups that includes the ids named")
+        self.in_ws_block = True
+        try:
+            body = self.ir_block(node.body)
+        finally:
+            self.in_ws_block = False
+        self.builder.set_line(node.lineno, node.col_offset)
+        self.builder.emit(_C.if_(_C.call("thread_range", [spec.lo, spec.hi]), body, None))
+
     def loop_spec(self, iter_node):
         """(LoopSpec, None) for a kernel loop, (None, iterable) for a loop over Python values.
         `range` is a kernel loop (T.serial), as in TileLang."""
@@ -463,13 +489,18 @@ class Parser:
             self.visit_body(node.orelse)
 
     def stmt_With(self, node):
+        from ..language.hopper import WarpSpecializeSpec
         from ..language.kernel import KernelSpec
         if len(node.items) != 1:
             raise self.error(TileLangSyntaxError, "a with statement in a kernel takes one T.Kernel(...)", node)
         item = node.items[0]
         spec = self.ev(item.context_expr)
+        if isinstance(spec, WarpSpecializeSpec):
+            self.warp_specialized_block(node, spec)
+            return
         if not isinstance(spec, KernelSpec):
-            raise self.error(TileLangSyntaxError, "the only with-block in a kernel is `with T.Kernel(...)`", node)
+            raise self.error(TileLangSyntaxError,
+                             "the with-blocks in a kernel are `with T.Kernel(...)` and `with T.ws(...)`", node)
         if self.builder.kernels:
             raise self.error(TileLangSyntaxError, "T.Kernel blocks cannot be nested", node)
         if self.builder.eager is not None and self.builder.eager.reading_signature:

@@ -1,0 +1,145 @@
+"""Warp specialisation by hand: `with T.ws(ids):` regions, as upstream's examples write it.
+
+Without a GPU (CI): the regions lower for their own threads (a T.gemm in T.ws(1) runs on
+that one warpgroup's wgmma, its fragment spread over those 128 threads), the compiler
+puts no barrier between two regions (their mbarriers order them) and only named barriers
+of a region's threads inside it; misuse is a typed error at the line. On an H100/H200 the
+producer/consumer GEMM matches numpy."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import _C
+from tilelang.errors import TileLangLayoutError, TileLangSyntaxError, TileLangUnsupportedError
+
+from sass import sass_of
+
+SM90 = "cuda -arch=sm_90a"
+
+
+def ws_gemm(M, N, K, block_M=128, block_N=128, block_K=64, dtype="float16", registers=False):
+    """Warpgroup 0 copies the tiles of A and B into shared memory, warpgroup 1 multiplies
+    them; data_is_ready / compute_is_done hand the tiles back and forth."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=256) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), "float32")
+            data_is_ready = T.alloc_barrier(arrive_count=128)
+            compute_is_done = T.alloc_barrier(arrive_count=128)
+            with T.ws(1):
+                if registers:
+                    T.annotate_consumer_reg_alloc(240)
+                T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=0):
+                with T.ws(0):
+                    if registers:
+                        T.annotate_producer_reg_dealloc(24)
+                    T.barrier_wait(compute_is_done, (ko + 1) % 2)
+                    T.copy(A[by * block_M, ko * block_K], A_shared)
+                    T.copy(B[ko * block_K, bx * block_N], B_shared)
+                    T.barrier_arrive(data_is_ready)
+                with T.ws(1):
+                    T.barrier_wait(data_is_ready, ko % 2)
+                    T.gemm(A_shared, B_shared, C_local)
+                    T.barrier_arrive(compute_is_done)
+            with T.ws(1):
+                T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def _source(func):
+    return _C.codegen(_C.lower(func.handle, SM90), SM90)
+
+
+def test_regions_lower_for_their_own_threads():
+    sass, usage, report = sass_of(ws_gemm(1024, 1024, 1024))
+    # One warpgroup's gemm: m64n128 instructions, 2 per K step of 16 (128 rows).
+    assert "wgmma m64n128k16, 1 x 1 warpgroups" in report, report
+    assert "HGMMA.64x128x16.F32" in sass and "LDL" not in sass and "STL" not in sass and "LOCAL:0" in usage
+    source = _source(ws_gemm(1024, 1024, 1024))
+    loop = source[source.index("for (int32_t ko"):]
+    producer = loop[loop.index("if (tx < 128) {"):loop.index("if (tx >= 128) {")]
+    consumer = loop[loop.index("if (tx >= 128) {"):]
+    assert "wgmma" not in producer and "&A[" in producer and "mbarrier_arrive(&data_is_ready" in producer
+    assert "&A[" not in consumer.split("tl::mbarrier_arrive(&compute_is_done")[0] and "wgmma" in consumer
+    # No block-wide barrier between or around the two regions inside the loop: the mbarriers
+    # order them; a region's own barriers are named barriers of its 128 threads.
+    body = loop[:loop.index("\n  }\n")]
+    assert "__syncthreads" not in body, body
+    assert "tl::named_barrier_sync(1, 128);" in producer
+    # The fragment is spread over the consumer warpgroup: its register indices are static.
+    assert "C_local[t_mi * 64 + t_h * 2 + t_ni * 4 + t_e] = 0.0f;" in source
+
+
+def test_register_budget_names_are_setmaxnreg():
+    source = _source(ws_gemm(256, 256, 256, registers=True))
+    assert "tl::set_max_nreg<240, true>();" in source and "tl::set_max_nreg<24, false>();" in source
+
+
+def _misuse(kind):
+    @T.prim_func
+    def main(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=256) as bx:  # noqa: F841
+            F = T.alloc_fragment((128,), "float32")
+            if kind == "two regions":
+                with T.ws(0):
+                    T.copy(A[0:128], F)
+                with T.ws(1):
+                    T.copy(F, B[0:128])
+            elif kind == "nested":
+                with T.ws(0):
+                    with T.ws(0):
+                        T.copy(A[0:128], F)
+            elif kind == "gap":
+                with T.ws(0, 2):
+                    T.copy(A[0:128], F)
+            elif kind == "too many":
+                with T.ws(2):
+                    T.copy(A[0:128], F)
+            else:
+                with T.ws(0):
+                    T.copy(A[0:128], F)
+                    T.copy(F, B[0:128])
+
+    return main
+
+
+@pytest.mark.parametrize("kind, target, error, message", [
+    ("two regions", SM90, TileLangLayoutError,
+     "fragment 'F' is used by threads [128, 256) here and by threads [0, 128) at"),
+    ("nested", SM90, TileLangSyntaxError, "T.ws blocks cannot be nested"),
+    ("gap", SM90, TileLangUnsupportedError, "T.ws: warpgroups [0, 2] are not consecutive non-negative ids"),
+    ("too many", SM90, TileLangUnsupportedError, "T.ws over threads [256, 384), but the block has threads=[256]"),
+    ("fine", "cpu", TileLangUnsupportedError, "T.ws is not supported on target cpu"),
+])
+def test_misused_regions_are_typed_errors(kind, target, error, message):
+    with pytest.raises(error, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(").replace(")", r"\)")):
+        _C.lower(_misuse(kind).handle, target)
+
+
+def test_outside_a_kernel_is_a_syntax_error():
+    with pytest.raises(TileLangSyntaxError, match="T.ws is used outside a T.Kernel block"):
+        @T.prim_func
+        def main(A: T.Tensor((128,), "float32")):
+            with T.ws(0):
+                A[0] = 1.0
+
+
+def test_ws_gemm_numerics(target, rng):
+    if not target.startswith("cuda"):
+        pytest.skip("mbarriers and warpgroups: CUDA (sm_90a) only; the cpu case above checks the refusal")
+    if not tilelang.cuda_available() or not _C.cuda_device_arch(0).startswith("sm_90"):
+        pytest.skip("needs an sm_90 GPU (H100/H200)")
+    M, N, K = 512, 384, 640
+    kernel = tilelang.compile(ws_gemm(M, N, K, registers=True), out_idx=[2], target=target)
+    a = rng.uniform(-1, 1, (M, K)).astype(np.float16)
+    b = rng.uniform(-1, 1, (K, N)).astype(np.float16)
+    c = np.asarray(kernel(a, b)).astype(np.float64)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, ref, rtol=1e-2, atol=1e-2)
+    assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-3
