@@ -55,7 +55,7 @@ fi
 if [ "$ONLY" = hopper ]; then
   [ -n "${SWEEP_ONLY:-}" ] || echo "== Python GEMM suites on cuda"
   [ -n "${SWEEP_ONLY:-}" ] || TILELANG_TEST_TARGETS=cuda timeout ${HOPPER_TEST_TIMEOUT:-900} $PY -m pytest -q -p no:cacheprovider tests/python/test_hopper.py \
-    tests/python/test_persistent.py tests/python/test_kernels.py tests/python/test_tensor_map.py tests/python/test_reliability.py > "$LOGS/pytest_hopper.log" 2>&1; tail -3 "$LOGS/pytest_hopper.log"
+    tests/python/test_persistent.py tests/python/test_ws_regions.py tests/python/test_kernels.py tests/python/test_tensor_map.py tests/python/test_reliability.py > "$LOGS/pytest_hopper.log" 2>&1; tail -3 "$LOGS/pytest_hopper.log"
   grep -E "^(FAILED|ERROR)" "$LOGS/pytest_hopper.log" | head -30
   echo "== GEMM sweep: ours"
   export GEMM_SWEEP_DUMP=$LOGS/kernel
