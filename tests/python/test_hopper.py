@@ -18,6 +18,7 @@ from tilelang.errors import TileLangPerformanceWarning
 
 from kernels.gemm import matmul
 from sass import sass_of
+from sm90 import require_sm90
 
 SM90 = "cuda -arch=sm_90a"
 
@@ -353,11 +354,7 @@ GPU_CASES = [
 ]
 
 
-def _gpu_only(target):
-    if not target.startswith("cuda"):
-        pytest.skip("the Hopper path runs on CUDA targets only; cpu and webgpu run these GEMMs in test_kernels")
-    if not tilelang.cuda_available() or not _C.cuda_device_arch(0).startswith("sm_90"):
-        pytest.skip("needs an sm_90 GPU (H100/H200)")
+_gpu_only = require_sm90
 
 
 @pytest.mark.parametrize("case", GPU_CASES, ids=lambda c: "x".join(map(str, c[:6])) + f"-{c[6]}-{'tn'[c[7]]}{'tn'[c[8]]}")

@@ -13,6 +13,7 @@ from tilelang.errors import TileLangTypeError
 
 from kernels.persistent import matmul_persistent, tile_visits
 from sass import sass_of
+from sm90 import require_sm90
 
 SM90 = "cuda -arch=sm_90a"
 
@@ -161,11 +162,7 @@ def test_barrier_protocol_runs_the_persistent_pipeline_for_run_time_trip_counts(
     assert "for trip counts 0, 1, 2, 3, 4, 6, 7, 11 (each three times in a row, and in runs of mixed counts)" in report
 
 
-def _gpu_only(target):
-    if not target.startswith("cuda"):
-        pytest.skip("the Hopper path runs on CUDA targets only; cpu and webgpu run the persistent GEMM above")
-    if not tilelang.cuda_available() or not _C.cuda_device_arch(0).startswith("sm_90"):
-        pytest.skip("needs an sm_90 GPU (H100/H200)")
+_gpu_only = require_sm90
 
 
 @pytest.mark.parametrize("num_stages", [2, 3, 4])

@@ -14,6 +14,7 @@ from tilelang import _C
 from tilelang.errors import TileLangLayoutError, TileLangSyntaxError, TileLangUnsupportedError
 
 from sass import sass_of
+from sm90 import require_sm90
 
 SM90 = "cuda -arch=sm_90a"
 
@@ -131,10 +132,7 @@ def test_outside_a_kernel_is_a_syntax_error():
 
 
 def test_ws_gemm_numerics(target, rng):
-    if not target.startswith("cuda"):
-        pytest.skip("mbarriers and warpgroups: CUDA (sm_90a) only; the cpu case above checks the refusal")
-    if not tilelang.cuda_available() or not _C.cuda_device_arch(0).startswith("sm_90"):
-        pytest.skip("needs an sm_90 GPU (H100/H200)")
+    require_sm90(target)
     M, N, K = 512, 384, 640
     kernel = tilelang.compile(ws_gemm(M, N, K, registers=True), out_idx=[2], target=target)
     a = rng.uniform(-1, 1, (M, K)).astype(np.float16)

@@ -1,0 +1,13 @@
+"""The Hopper suites' GPU gate: their numerics run on an sm_90 GPU under a CUDA target."""
+import pytest
+
+import tilelang
+from tilelang import _C
+
+
+def require_sm90(target):
+    """Skips the test (with the reason) unless `target` is CUDA and an sm_90 GPU is here."""
+    if not target.startswith("cuda"):
+        pytest.skip("the Hopper path runs on CUDA targets only; cpu and webgpu run these kernels elsewhere")
+    if not tilelang.cuda_available() or not _C.cuda_device_arch(0).startswith("sm_90"):
+        pytest.skip("needs an sm_90 GPU (H100/H200)")
