@@ -92,7 +92,7 @@ class RegionThreads : public IRVisitor {
 class LayoutInference : public IRVisitor {
  public:
   LayoutInference(const KernelNode& k, const Target& target)
-      : threads_(k.num_threads()), target_(target), regions_(k.num_threads()) {}
+      : target_(target), regions_(k.num_threads()) {}
 
   KernelLayouts run(const KernelNode& k) {
     regions_.visit(k.body);
@@ -395,9 +395,8 @@ class LayoutInference : public IRVisitor {
     std::vector<int64_t> shape;
     int elem_bytes;
   };
-  int64_t threads_;
   const Target& target_;
-  RegionThreads regions_;
+  RegionThreads regions_;  // the threads of each fragment and T.gemm (T.ws regions)
   bool strict_ = false;
   std::vector<const TileOpNode*> gemm_ops_;
   std::vector<std::pair<const BufferNode*, const BufferNode*>> fragment_copies_;  // (src, dst)
