@@ -384,6 +384,8 @@ Code Emitter::emit_intrinsic(const CallNode* n) {
     text += ")";
     return convert_code({text}, ct, n->dtype.is_float() ? n->dtype : ct, sp);
   }
+  if (op == "bitwise_xor" && n->args.size() == 2)
+    return {"(" + convert(n->args[0], n->dtype).text + " ^ " + convert(n->args[1], n->dtype).text + ")"};
   const Expr& x = n->args[0];
   DataType xt = x->dtype;
   if (op == "abs") {

@@ -19,6 +19,7 @@ const IntrinsicInfo kIntrinsics[] = {
     {"fmod", 2, true},     {"abs", 1, false},      {"isnan", 1, false},  {"isinf", 1, false},
     {"thread_index", 1, false},  // index of the thread within the block, per dimension
     {"thread_range", 2, false},  // `with T.ws(...)`: whether the thread is in [lo, hi) of the block
+    {"bitwise_xor", 2, false},   // `a ^ b` on integers
     {"print", -1, false},        // T.print of scalars
 };
 
@@ -216,6 +217,13 @@ Expr call(const std::string& op, std::vector<Expr> args, Span span) {
     for (auto& a : args) a = cast(t, a, span);
   }
   if (op == "isnan" || op == "isinf" || op == "thread_range") t = DataType::Bool();
+  if (op == "bitwise_xor") {
+    for (auto& a : args)
+      if (!a->dtype.is_integer() && !a->dtype.is_bool())
+        fail(ErrorKind::Type, span, "'^' takes integers, got " + a->dtype.str(), "use it on integer values only");
+    t = is_literal(args[0]) ? args[1]->dtype : args[0]->dtype;
+    for (auto& a : args) a = cast(t, a, span);
+  }
   if (op == "print") t = DataType::Void();
   return std::make_shared<CallNode>(t, op, std::move(args), span);
 }

@@ -24,6 +24,9 @@ void check_copy(const TileOpNode& op, arith::Analyzer& analyzer) {
 // reads past a global tensor's end give 0 and writes there are skipped.
 Stmt lower_copy(const TileOpNode& op, LowerContext& ctx) {
   require_regions(op, 2, kOpName);
+  if (attr_int(op, "by_hand", 0))
+    fail(ErrorKind::Unsupported, op.span, "T.tma_copy is not supported on target cpu: TMA needs sm_90a",
+         "use T.copy");
   const BufferRegion& src = op.regions[0];
   const BufferRegion& dst = op.regions[1];
   LoopNest loops(matched_extents(src, dst), ctx.analyzer, op.span);

@@ -63,9 +63,61 @@ Stmt call_stmt(const std::string& op, std::vector<Expr> args, Span sp) {
 }  // namespace
 
 Stmt lower_copy_tma(const TileOpNode& op, ThreadContext& ctx) {
+  Span sp = op.span;
   if (op.args.size() != 1 || !as<BufferLoadNode>(op.args[0]))
-    fail(ErrorKind::Internal, op.span, "internal: a TMA copy takes its mbarrier element");
-  return make_seq(tma_boxes("tma_load", op.regions.at(0), op.regions.at(1), op.args[0], ctx, op.span), op.span);
+    fail(ErrorKind::Internal, sp, "internal: a TMA copy takes its mbarrier element");
+  std::vector<Stmt> loads = tma_boxes("tma_load", op.regions.at(0), op.regions.at(1), op.args[0], ctx, sp);
+  if (!attr_int(op, "by_hand", 0)) return make_seq(loads, sp);
+  if (std::string why = why_not_tma_load(op, ctx.target); !why.empty())
+    fail(ErrorKind::Unsupported, sp, "T.tma_copy: " + why, "use T.copy, which picks a mechanism that can take it");
+  const Buffer& S = op.regions[1].buffer;
+  int64_t bytes = *const_int(S->shape[S->shape.size() - 2]) * *const_int(S->shape.back()) * S->dtype.bytes();
+  loads.insert(loads.begin(), call_stmt("mbarrier_expect_tx", {op.args[0], make_int(bytes)}, sp));
+  return std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, ctx.thread, make_int(0), sp), make_seq(loads, sp),
+                                          nullptr, sp);
+}
+
+std::string why_not_tma_load(const TileOpNode& op, const Target& target) {
+  if (target.kind != "cuda" || target.arch_number() != 90 || target.arch.back() != 'a') return "TMA needs sm_90a";
+  if (target.disable_tma) return "pass config tl.disable_tma_lower is set";
+  if (op.regions.size() != 2) return "not a copy";
+  const BufferRegion &src = op.regions[0], &dst = op.regions[1];
+  if (!src.buffer->is_global() || !dst.buffer->is_shared()) return "not a global -> shared copy";
+  const Buffer& S = dst.buffer;
+  if (S->shape.size() < 2) return S->name + " is not a 2-D tile";
+  for (size_t d = 0; d + 2 < S->shape.size(); ++d)  // a stage of a multi-buffered tile
+    if (const int64_t* e = const_int(dst.ranges[d].extent); !e || *e != 1) return S->name + " is not a 2-D tile";
+  for (size_t d = S->shape.size() - 2; d < S->shape.size(); ++d) {
+    const int64_t *mn = const_int(dst.ranges[d].min), *e = const_int(dst.ranges[d].extent), *full = const_int(S->shape[d]);
+    if (!mn || *mn != 0 || !e || !full || *e != *full) return "the copy writes part of " + S->name + "'s tile";
+  }
+  const int64_t *rows = const_int(S->shape[S->shape.size() - 2]), *cols = const_int(S->shape.back());
+  int bits = S->dtype.bits;
+  if (!rows || !cols || *rows > 256 || (*cols * bits) % 256 != 0)
+    return S->name + ": a TMA box needs at most 256 rows of a multiple of 32 bytes";
+  if (src.buffer->dtype != S->dtype) return "the copy into " + S->name + " converts its dtype";
+  std::vector<int> dims;
+  for (size_t d = 0; d < src.ranges.size(); ++d) {
+    const int64_t* e = const_int(src.ranges[d].extent);
+    if (!e) return "the copy into " + S->name + " has a symbolic extent";
+    if (*e != 1) dims.push_back(int(d));
+  }
+  int last = int(src.ranges.size()) - 1;
+  if (dims.empty() || dims.back() != last || *const_int(src.ranges[last].extent) != *cols ||
+      (dims.size() == 2 && *const_int(src.ranges[dims[0]].extent) != *rows) || dims.size() > 2 ||
+      (dims.size() == 1 && *rows != 1))
+    return "the copy into " + S->name + " does not take whole rows along " + src.buffer->name +
+           "'s contiguous dimension";
+  if (src.ranges.size() > 5) return src.buffer->name + " has more than 5 dimensions";
+  // A tensor map's strides are multiples of 16 bytes: known here only when constant.
+  auto strides = src.buffer->effective_strides();
+  for (size_t d = 0; d + 1 < strides.size(); ++d) {
+    const int64_t* st = const_int(strides[d]);
+    if (!st || (*st * src.buffer->dtype.bits) % 128 != 0)
+      return src.buffer->name + "'s stride along dimension " + std::to_string(d) +
+             (st ? " is not a multiple of 16 bytes" : " is known only at run time (TMA needs multiples of 16 bytes)");
+  }
+  return "";
 }
 
 Stmt lower_copy_tma_store(const TileOpNode& op, ThreadContext& ctx) {

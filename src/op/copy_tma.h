@@ -9,8 +9,16 @@
 namespace tl {
 
 // A global -> shared T.copy marked `tma` by the software pipeline, its mbarrier element in
-// args[0]: one tma_load per panel of the shared tile, issued by the calling thread.
+// args[0]: one tma_load per panel of the shared tile, issued by the calling thread. By hand
+// (T.tma_copy, attr `by_hand`): the executing threads' first adds the tile's bytes to the
+// mbarrier's phase and issues the loads; the program arrives and waits itself.
 Stmt lower_copy_tma(const TileOpNode& op, ThreadContext& ctx);
+
+// Why a global -> shared T.copy cannot be a TMA load on this target (empty when it can): a
+// 2-D shared tile (a stage of a multi-buffered one) of at most 256 rows of a multiple of 32
+// bytes, of whole rows along the tensor's contiguous dimension, in the tensor's dtype, the
+// tensor's strides constant multiples of 16 bytes.
+std::string why_not_tma_load(const TileOpNode& op, const Target& target);
 
 // Why a shared -> global T.copy cannot be a TMA store on this target (empty when it can): a
 // whole 2-D shared tile of at most 256 rows of a multiple of 32 bytes, into rows along the

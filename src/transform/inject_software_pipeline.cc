@@ -7,6 +7,7 @@
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/op.h"
+#include "op/copy_tma.h"
 #include "op/region.h"
 #include "transform/pass.h"
 
@@ -253,35 +254,7 @@ class SoftwarePipeline : public IRMutator {
     if (!gemm) return "no T.gemm consumes the copies";
     for (size_t i = 0; i < stmts.size(); ++i) {
       if (!is_producer[i]) continue;
-      auto* op = as<TileOpNode>(stmts[i]);
-      const BufferRegion &src = op->regions[0], &dst = op->regions[1];
-      if (dst.buffer->shape.size() != 2) return dst.buffer->name + " is not a 2-D tile";
-      const int64_t *rows = const_int(dst.buffer->shape[0]), *cols = const_int(dst.buffer->shape[1]);
-      int bits = dst.buffer->dtype.bits;
-      if (!rows || !cols || *rows > 256 || (*cols * bits) % 256 != 0)
-        return dst.buffer->name + ": a TMA box needs at most 256 rows of a multiple of 32 bytes";
-      if (src.buffer->dtype != dst.buffer->dtype) return "the copy into " + dst.buffer->name + " converts its dtype";
-      std::vector<int> dims;
-      for (size_t d = 0; d < src.ranges.size(); ++d) {
-        const int64_t* e = const_int(src.ranges[d].extent);
-        if (!e) return "the copy into " + dst.buffer->name + " has a symbolic extent";
-        if (*e != 1) dims.push_back(int(d));
-      }
-      int last = int(src.ranges.size()) - 1;
-      if (dims.empty() || dims.back() != last || *const_int(src.ranges[last].extent) != *cols ||
-          (dims.size() == 2 && *const_int(src.ranges[dims[0]].extent) != *rows) || dims.size() > 2 ||
-          (dims.size() == 1 && *rows != 1))
-        return "the copy into " + dst.buffer->name + " does not take whole rows along " + src.buffer->name +
-               "'s contiguous dimension";
-      if (src.ranges.size() > 5) return src.buffer->name + " has more than 5 dimensions";
-      // A tensor map's strides are multiples of 16 bytes: known here only when constant.
-      auto strides = src.buffer->effective_strides();
-      for (size_t d = 0; d + 1 < strides.size(); ++d) {
-        const int64_t* st = const_int(strides[d]);
-        if (!st || (*st * src.buffer->dtype.bits) % 128 != 0)
-          return src.buffer->name + "'s stride along dimension " + std::to_string(d) +
-                 (st ? " is not a multiple of 16 bytes" : " is known only at run time (TMA needs multiples of 16 bytes)");
-      }
+      if (std::string why = why_not_tma_load(*as<TileOpNode>(stmts[i]), target_); !why.empty()) return why;
     }
     return "";
   }
@@ -400,7 +373,7 @@ class SoftwarePipeline : public IRMutator {
     std::unordered_map<const BufferNode*, Buffer> staged;
     for (size_t i = 0; i < stmts.size(); ++i) {
       auto* op = as<TileOpNode>(stmts[i]);
-      if (!op || op->op != "copy" || op->regions.size() != 2) continue;
+      if (!op || op->op != "copy" || op->regions.size() != 2 || op->attrs.count("tma")) continue;
       const Buffer &src = op->regions[0].buffer, &dst = op->regions[1].buffer;
       if (!src->is_global() || !dst->is_shared() || staged.count(dst.get())) continue;
       auto u = uses_.loops.find(dst.get());

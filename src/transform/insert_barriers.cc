@@ -214,6 +214,8 @@ class AccessCollector : public IRVisitor {
     IRVisitor::visit_call(n);
   }
   void visit_tile_op(const TileOpNode* n) override {
+    // A TMA copy is ordered by its mbarrier (the pipeline's, or one by hand): no barrier.
+    if (n->op == "copy" && n->attrs.count("tma")) return;
     std::vector<RegionUse> uses = region_uses(n);
     for (size_t i = 0; i < n->regions.size(); ++i) {
       const BufferRegion& r = n->regions[i];

@@ -141,3 +141,93 @@ def test_ws_gemm_numerics(target, rng):
     ref = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c, ref, rtol=1e-2, atol=1e-2)
     assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-3
+
+
+def ws_tma_gemm(M, N, K, block_M=128, block_N=128, block_K=64, stages=2, dtype="float16"):
+    """Warpgroup 0 loads the tiles by TMA into `stages` buffers (T.tma_copy: the region's
+    first thread adds the bytes to full[s] and issues the loads; all 128 threads arrive),
+    warpgroup 1 multiplies; full[s] / empty[s] hand each stage over."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=256) as (bx, by):
+            A_shared = T.alloc_shared((stages, block_M, block_K), dtype)
+            B_shared = T.alloc_shared((stages, block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), "float32")
+            full = T.alloc_barrier([128] * stages)
+            empty = T.alloc_barrier([128] * stages)
+            with T.ws(1):
+                T.clear(C_local)
+            for ko in T.serial(T.ceildiv(K, block_K)):
+                with T.ws(0):
+                    T.mbarrier_wait_parity(empty[ko % stages], (ko // stages) % 2 ^ 1)
+                    T.tma_copy(A[by * block_M:(by + 1) * block_M, ko * block_K:(ko + 1) * block_K],
+                               A_shared[ko % stages, :, :], barrier=full[ko % stages])
+                    T.tma_copy(B[ko * block_K:(ko + 1) * block_K, bx * block_N:(bx + 1) * block_N],
+                               B_shared[ko % stages, :, :], barrier=full[ko % stages])
+                    T.mbarrier_arrive(full[ko % stages])
+                with T.ws(1):
+                    T.mbarrier_wait_parity(full[ko % stages], (ko // stages) % 2)
+                    T.gemm(A_shared[ko % stages, :, :], B_shared[ko % stages, :, :], C_local)
+                    T.mbarrier_arrive(empty[ko % stages])
+            with T.ws(1):
+                T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def test_tma_copy_by_hand_loads_by_tma():
+    sass, usage, report = sass_of(ws_tma_gemm(1024, 1024, 1024))
+    assert "UTMALDG" in sass and "LDGSTS" not in sass and "HGMMA.64x128x16.F32" in sass, report
+    assert "LDL" not in sass and "STL" not in sass and "LOCAL:0" in usage
+    source = _source(ws_tma_gemm(1024, 1024, 1024))
+    producer = source[source.index("if (tx < 128) {"):]
+    issue = producer[producer.index("if (tx == 0) {"):]
+    assert issue.index("tl::mbarrier_expect_tx(&full[") < issue.index("tl::tma_load(")
+    assert source.count("tl::mbarrier_expect_tx(&full[ko % 2], 16384u);") == 2  # each tile's bytes
+    # The TMA copies are ordered by the mbarriers alone: no barrier among the producer's threads.
+    loop = source[source.index("for (int32_t ko"):]
+    assert "named_barrier_sync" not in loop[:loop.index("if (tx >= 128) {")]
+
+
+@pytest.mark.parametrize("source, message", [
+    ("stride", "T.tma_copy: A's stride along dimension 0 is known only at run time (TMA needs multiples of 16 bytes)"),
+    ("store", "T.tma_copy: only global -> shared loads are supported"),
+    ("barrier", "T.tma_copy: a load needs barrier="),
+    ("cpu", "T.tma_copy is not supported on target cpu: TMA needs sm_90a"),
+])
+def test_tma_copy_refusals(source, message):
+    K = T.dynamic("k") if source == "stride" else 64
+
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((128, K), "float16"), B: T.Tensor((128, 64), "float16")):
+            with T.Kernel(1, threads=128) as bx:  # noqa: F841
+                S = T.alloc_shared((128, 64), "float16")
+                full = T.alloc_barrier(128)
+                if source == "store":
+                    T.tma_copy(S, B[0:128, 0:64], barrier=full)
+                elif source == "barrier":
+                    T.tma_copy(A[0:128, 0:64], S)
+                else:
+                    T.tma_copy(A[0:128, 0:64], S, barrier=full)
+                T.mbarrier_arrive(full)
+                T.mbarrier_wait_parity(full, 0)
+                T.copy(S, B[0:128, 0:64])
+        return main
+
+    escaped = message.replace("(", r"\(").replace(")", r"\)")
+    with pytest.raises((TileLangUnsupportedError, TypeError), match=escaped):
+        _C.lower(build().handle, "cpu" if source == "cpu" else SM90)
+
+
+def test_ws_tma_gemm_numerics(target, rng):
+    require_sm90(target)
+    M, N, K = 256, 384, 640
+    kernel = tilelang.compile(ws_tma_gemm(M, N, K, stages=3), out_idx=[2], target=target)
+    a = rng.uniform(-1, 1, (M, K)).astype(np.float16)
+    b = rng.uniform(-1, 1, (K, N)).astype(np.float16)
+    c = np.asarray(kernel(a, b)).astype(np.float64)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, ref, rtol=1e-2, atol=1e-2)
+    assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-3

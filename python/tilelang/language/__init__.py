@@ -18,7 +18,8 @@ from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil
                    log, log1p, log2, log10, max, max_value, min, min_value, pow, round, rsqrt, sigmoid, sin,
                    sqrt, tan, tanh, trunc, truncdiv, truncmod)
 from .prim_func import prim_func
-from .tile_ops import (annotate_layout, atomic_add, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm, print, wgmma_gemm,
+from .tile_ops import (annotate_layout, atomic_add, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm, print, tma_copy,
+                       wgmma_gemm,
                        reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
 from .types import (Buffer, GemmWarpPolicy, StridedTensor, Tensor, bfloat16, bool, double, dynamic, float,
                     dtype, float4_e2m1fn, float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,

@@ -64,6 +64,32 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
     _emit("copy", [src_r, dst_r])
 
 
+def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=None, eviction_policy=None,
+             annotations=None):
+    """A TMA load by hand (sm_90a), as upstream: the first of the executing threads (of the
+    T.ws region, else of the block) adds the tile's bytes to `barrier`'s current phase
+    (expect_tx, no arrival) and issues cp.async.bulk.tensor into the shared tile; the
+    program arrives on the barrier (T.barrier_arrive) and waits for it
+    (T.mbarrier_wait_parity / T.barrier_wait) before reading the tile. The tile is stored as
+    TMA writes it (panels one swizzle wide). Where TMA cannot take the copy, compilation
+    fails with the reason."""
+    from .hopper import _barrier
+    unsupported = _builder.error_cls("TileLangUnsupportedError")
+    if cluster_mask is not None:
+        raise _builder.error(unsupported, "T.tma_copy: cluster_mask (TMA multicast) is not supported yet",
+                             "load the tile in each block")
+    if barrier is None:
+        raise _builder.error(TileLangTypeError, "T.tma_copy: a load needs barrier= (from T.alloc_barrier)",
+                             "pass the mbarrier the consumers wait on")
+    dst_ext = _extents(dst)
+    src_r = _as_region(src, dst_ext, "T.tma_copy", "source")
+    dst_r = _as_region(dst, [e for _, e in src_r.ranges], "T.tma_copy", "destination")
+    if src_r.buffer.scope != "global" or dst_r.buffer.scope not in ("shared", "shared.dyn"):
+        raise _builder.error(unsupported, "T.tma_copy: only global -> shared loads are supported",
+                             "store shared tiles with T.copy, which uses TMA stores on sm_90a")
+    _emit("copy", [src_r, dst_r], [_barrier("tma_copy", barrier)], {"tma": 1, "by_hand": 1})
+
+
 def fill(buffer, value):
     """Every element of buffer (or region) set to value."""
     _emit("fill", [_as_region(buffer, None, "T.fill", "destination")], [value])
