@@ -384,8 +384,10 @@ Code Emitter::emit_intrinsic(const CallNode* n) {
     text += ")";
     return convert_code({text}, ct, n->dtype.is_float() ? n->dtype : ct, sp);
   }
-  if (op == "bitwise_xor" && n->args.size() == 2)
-    return {"(" + convert(n->args[0], n->dtype).text + " ^ " + convert(n->args[1], n->dtype).text + ")"};
+  if ((op == "bitwise_xor" || op == "shift_left" || op == "shift_right") && n->args.size() == 2) {
+    const char* sym = op == "bitwise_xor" ? " ^ " : op == "shift_left" ? " << " : " >> ";
+    return {"(" + convert(n->args[0], n->dtype).text + sym + convert(n->args[1], n->dtype).text + ")"};
+  }
   const Expr& x = n->args[0];
   DataType xt = x->dtype;
   if (op == "abs") {

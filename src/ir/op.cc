@@ -20,6 +20,8 @@ const IntrinsicInfo kIntrinsics[] = {
     {"thread_index", 1, false},  // index of the thread within the block, per dimension
     {"thread_range", 2, false},  // `with T.ws(...)`: whether the thread is in [lo, hi) of the block
     {"bitwise_xor", 2, false},   // `a ^ b` on integers
+    {"shift_left", 2, false},    // `a << b` on integers
+    {"shift_right", 2, false},   // `a >> b` on integers (arithmetic for signed ones)
     {"print", -1, false},        // T.print of scalars
 };
 
@@ -217,10 +219,11 @@ Expr call(const std::string& op, std::vector<Expr> args, Span span) {
     for (auto& a : args) a = cast(t, a, span);
   }
   if (op == "isnan" || op == "isinf" || op == "thread_range") t = DataType::Bool();
-  if (op == "bitwise_xor") {
+  if (op == "bitwise_xor" || op == "shift_left" || op == "shift_right") {
+    std::string sym = op == "bitwise_xor" ? "^" : op == "shift_left" ? "<<" : ">>";
     for (auto& a : args)
       if (!a->dtype.is_integer() && !a->dtype.is_bool())
-        fail(ErrorKind::Type, span, "'^' takes integers, got " + a->dtype.str(), "use it on integer values only");
+        fail(ErrorKind::Type, span, "'" + sym + "' takes integers, got " + a->dtype.str(), "use it on integer values only");
     t = is_literal(args[0]) ? args[1]->dtype : args[0]->dtype;
     for (auto& a : args) a = cast(t, a, span);
   }

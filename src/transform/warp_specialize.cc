@@ -140,6 +140,10 @@ class Specialize : public IRMutator {
     consumer_regs_ = std::min<int64_t>(240, ((65536 - 128 * 40) / threads_) / 8 * 8);
     done_ = false;
     counter_ = nullptr;
+    keep_registers_ = false;
+    for_each_expr(n->body, [&](const ExprNode* e) {
+      if (auto* call = dynamic_cast<const CallNode*>(e)) keep_registers_ = keep_registers_ || call->op == "no_set_max_nreg";
+    });
     // The consumers' block-wide barriers become a named barrier with an id the kernel's
     // own code leaves free.
     UsedBarrierIds used;
@@ -152,7 +156,9 @@ class Specialize : public IRMutator {
     Stmt body = split(n->body, {}, {});
     if (!done_) fail(ErrorKind::Internal, n->span, "internal: the warp-specialised loop is not at the kernel's top level");
     report.push_back(n->span.str() + ": warp specialised: " + std::to_string(threads_) + " consumer threads (" +
-                     std::to_string(consumer_regs_) + " registers each) and a producer warpgroup of 128 (40)");
+                     (keep_registers_ ? std::string("registers as launched, T.no_set_max_nreg")
+                                      : std::to_string(consumer_regs_) + " registers each") +
+                     ") and a producer warpgroup of 128" + (keep_registers_ ? "" : " (40)"));
     std::vector<int64_t> threads = {threads_ + 128};
     return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, threads, body, n->span);
   }
@@ -231,11 +237,13 @@ class Specialize : public IRMutator {
     out.insert(out.end(), seq->seq.begin() + init - 1, seq->seq.begin() + init + 2);  // barrier, init, barrier
     registers_only.insert(registers_only.end(), seq->seq.begin() + init + 2, seq->seq.end());
     Stmt rest = make_seq(registers_only, sp);
-    Stmt consumer = make_seq({call_stmt("set_max_nreg", {c(consumer_regs_), c(1)}, sp), consumers(rest),
-                              consumers(make_seq(after, sp))},
-                             sp);
+    // T.no_set_max_nreg: the register budgets stay as the launch gives them.
+    auto budget = [&](int64_t regs, int64_t increase) {
+      return keep_registers_ ? nullptr : call_stmt("set_max_nreg", {c(regs), c(increase)}, sp);
+    };
+    Stmt consumer = make_seq({budget(consumer_regs_, 1), consumers(rest), consumers(make_seq(after, sp))}, sp);
     Stmt leader = std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, tx_, c(threads_), sp), producer(rest), nullptr, sp);
-    Stmt producer_part = make_seq({call_stmt("set_max_nreg", {c(40), c(0)}, sp), leader}, sp);
+    Stmt producer_part = make_seq({budget(40, 0), leader}, sp);
     out.push_back(std::make_shared<IfThenElseNode>(lt(tx_, c(threads_), sp), consumer, producer_part, sp));
     return make_seq(out, sp);
   }
@@ -350,6 +358,7 @@ class Specialize : public IRMutator {
   int64_t consumer_regs_ = 232;
   Expr tx_;
   Buffer counter_;  // the pipeline's iteration count when its loop runs more than once
+  bool keep_registers_ = false;  // T.no_set_max_nreg in the kernel
   bool done_ = false;
 };
 

@@ -90,25 +90,30 @@ def test_integer_division_semantics(target, rng):
     np.testing.assert_array_equal(out[:, 3], np.fmod(a, b))
 
 
-def test_integer_xor(target, rng):
-    """`a ^ b` on integer kernel values is the bitwise exclusive or (upstream's barrier
-    parities write `(k // stages) % 2 ^ 1`); on floats it is a typed error at the line."""
+def test_integer_xor_and_shifts(target, rng):
+    """`^`, `<<` and `>>` on integer kernel values are the bitwise operators (upstream's
+    barrier parities write `(k // stages) % 2 ^ 1`; `>>` of a negative value is arithmetic,
+    as in Python); on floats they are typed errors at the line."""
     @T.prim_func
-    def xors(A: T.Tensor((N,), "int32"), B: T.Tensor((N,), "int32"), C: T.Tensor((N, 3), "int32")):
+    def bits(A: T.Tensor((N,), "int32"), B: T.Tensor((N,), "int32"), C: T.Tensor((N, 5), "int32")):
         with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
             for i in T.Parallel(128):
                 r = bx * 128 + i
                 C[r, 0] = A[r] ^ B[r]
                 C[r, 1] = (A[r] // 4) % 2 ^ 1
                 C[r, 2] = 5 ^ A[r]
+                C[r, 3] = A[r] << (B[r] % 8)
+                C[r, 4] = A[r] >> 3
 
-    k = tilelang.compile(xors, out_idx=[-1], target=target)
+    k = tilelang.compile(bits, out_idx=[-1], target=target)
     a = rng.integers(-1000, 1000, N).astype(np.int32)
-    b = rng.integers(-1000, 1000, N).astype(np.int32)
+    b = rng.integers(0, 1000, N).astype(np.int32)
     out = k(a, b)
     np.testing.assert_array_equal(out[:, 0], a ^ b)
     np.testing.assert_array_equal(out[:, 1], (a // 4) % 2 ^ 1)
     np.testing.assert_array_equal(out[:, 2], 5 ^ a)
+    np.testing.assert_array_equal(out[:, 3], a << (b % 8))
+    np.testing.assert_array_equal(out[:, 4], a >> 3)
 
     from tilelang.errors import TileLangTypeError
     with pytest.raises(TileLangTypeError, match="operator '\\^' takes integers, got float32"):

@@ -221,13 +221,98 @@ def test_tma_copy_refusals(source, message):
         _C.lower(build().handle, "cpu" if source == "cpu" else SM90)
 
 
-def test_ws_tma_gemm_numerics(target, rng):
+@pytest.mark.parametrize("build", ["tma", "barrier_list"])
+def test_ws_tma_gemm_numerics(target, rng, build):
+    """By hand: TMA loads (3 stages), and upstream's barriers by index (2 stages)."""
     require_sm90(target)
     M, N, K = 256, 384, 640
-    kernel = tilelang.compile(ws_tma_gemm(M, N, K, stages=3), out_idx=[2], target=target)
+    func = ws_tma_gemm(M, N, K, stages=3) if build == "tma" else ws_gemm_barrier_list(M, N, K)
+    kernel = tilelang.compile(func, out_idx=[2], target=target)
     a = rng.uniform(-1, 1, (M, K)).astype(np.float16)
     b = rng.uniform(-1, 1, (K, N)).astype(np.float16)
     c = np.asarray(kernel(a, b)).astype(np.float64)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c, ref, rtol=1e-2, atol=1e-2)
     assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-3
+
+
+def ws_gemm_barrier_list(M, N, K, block_M=128, block_N=128, block_K=64, stages=2, dtype="float16"):
+    """Upstream's barriers by index: T.create_list_of_mbarrier, then ints (and integer
+    kernel values) where a barrier is expected; the first `stages` are "full", the next
+    "empty"; the producer copies with plain stores (all 128 threads arrive)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=256) as (bx, by):
+            A_shared = T.alloc_shared((stages, block_M, block_K), dtype)
+            B_shared = T.alloc_shared((stages, block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), "float32")
+            T.create_list_of_mbarrier([128, 128] * stages)
+            with T.ws(0):
+                T.clear(C_local)
+            for ko in range(T.ceildiv(K, block_K)):
+                with T.ws(1):
+                    T.mbarrier_wait_parity(mbarrier=ko % stages + stages, parity=((ko // stages) % stages) ^ 1)
+                    T.copy(A[by * block_M:(by + 1) * block_M, ko * block_K:(ko + 1) * block_K],
+                           A_shared[ko % stages, :, :])
+                    T.copy(B[ko * block_K:(ko + 1) * block_K, bx * block_N:(bx + 1) * block_N],
+                           B_shared[ko % stages, :, :])
+                    T.mbarrier_arrive(mbarrier=ko % stages)
+                with T.ws(0):
+                    T.mbarrier_wait_parity(mbarrier=ko % stages, parity=(ko // stages) % stages)
+                    T.gemm(A_shared[ko % stages, :, :], B_shared[ko % stages, :, :], C_local)
+                    T.mbarrier_arrive(mbarrier=T.get_mbarrier(ko % stages + stages))
+            with T.ws(0):
+                T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def test_barriers_by_index():
+    sass, usage, _ = sass_of(ws_gemm_barrier_list(512, 512, 512))
+    assert "HGMMA.64x128x16.F32" in sass and "LOCAL:0" in usage
+    source = _source(ws_gemm_barrier_list(512, 512, 512))
+    assert source.count("tl::mbarrier_init(") == 4
+    assert "tl::mbarrier_wait(&mbarrier[ko % 2 + 2], (uint32_t)(ko / 2 % 2 ^ 1));" in source, source
+    assert "tl::mbarrier_arrive(&mbarrier[ko % 2]);" in source and "tl::mbarrier_arrive(&mbarrier[ko % 2 + 2]);" in source
+
+
+def test_barrier_index_without_a_list_is_a_name_error():
+    from tilelang.errors import TileLangNameError
+    with pytest.raises(TileLangNameError, match="T.get_mbarrier\\(0\\): the kernel has no T.create_list_of_mbarrier"):
+        @T.prim_func
+        def main(A: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128):
+                T.mbarrier_arrive(mbarrier=0)
+
+
+def test_no_set_max_nreg_keeps_the_launch_budgets():
+    import sys
+    sys.path.insert(0, __import__("os").path.dirname(__file__))
+    from kernels.gemm import matmul
+
+    def kernel(keep):
+        base = matmul(512, 512, 512, 128, 256, 64, in_dtype="bfloat16", num_stages=3, threads=256)
+        if not keep:
+            return base
+
+        @T.prim_func
+        def main(A: T.Tensor((512, 512), "bfloat16"), B: T.Tensor((512, 512), "bfloat16"),
+                 C: T.Tensor((512, 512), "float32")):
+            with T.Kernel(2, 4, threads=256) as (bx, by):
+                T.no_set_max_nreg()
+                A_s = T.alloc_shared((128, 64), "bfloat16")
+                B_s = T.alloc_shared((64, 256), "bfloat16")
+                acc = T.alloc_fragment((128, 256), "float32")
+                T.clear(acc)
+                for k in T.Pipelined(8, num_stages=3):
+                    T.copy(A[by * 128, k * 64], A_s)
+                    T.copy(B[k * 64, bx * 256], B_s)
+                    T.gemm(A_s, B_s, acc)
+                T.copy(acc, C[by * 128, bx * 256])
+        return main
+
+    assert "tl::set_max_nreg<" in _source(kernel(False))
+    lowered = _C.lower(kernel(True).handle, SM90)
+    assert "tl::set_max_nreg<" not in _C.codegen(lowered, SM90)
+    assert "registers as launched, T.no_set_max_nreg" in lowered.lowering_report()

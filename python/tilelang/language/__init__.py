@@ -9,8 +9,9 @@ from .alloc import alloc_fragment, alloc_global, alloc_local, alloc_reducer, all
 from .extern import CUDASourceCodeKernel, access_ptr, call_extern, import_source, reinterpret
 from ..layout import Fragment, Layout
 from .hopper import (alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive,
-                     barrier_wait, dec_max_nreg, sync_threads, fence_proxy_async, inc_max_nreg, mbarrier_arrive,
-                     mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_wait_parity, set_max_nreg, ws)
+                     barrier_wait, create_list_of_mbarrier, dec_max_nreg, disable_warp_group_reg_alloc,
+                     fence_proxy_async, get_mbarrier, inc_max_nreg, mbarrier_arrive, mbarrier_arrive_expect_tx,
+                     mbarrier_expect_tx, mbarrier_wait_parity, no_set_max_nreg, set_max_nreg, sync_threads, ws)
 from .kernel import Kernel, get_thread_binding, get_thread_bindings, use_swizzle, wait_wgmma
 from .loops import Parallel, Persistent, Pipelined, Serial, serial, thread_binding, unroll, vectorized
 from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil, ceildiv, const, cos, erf,

@@ -22,12 +22,16 @@ def _int(name, what, v):
 
 
 def _barrier(name, mbar):
-    """The mbarrier element: a barrier buffer's element, or its first one."""
+    """The mbarrier element: a barrier buffer's element, or its first one, or the index of
+    one of T.create_list_of_mbarrier's barriers (an int or an integer kernel value)."""
     if isinstance(mbar, Buffer):
         if mbar.ndim != 1:
             raise _builder.error(_builder.error_cls("TileLangShapeError"),
                                  f"T.{name}: barrier buffer '{mbar.name}' must be 1-D (T.alloc_barrier)")
         return mbar[0]
+    if (isinstance(mbar, int) and not isinstance(mbar, bool)) or (
+            is_expr(mbar) and mbar.kind != "BufferLoad" and mbar.dtype.startswith(("int", "uint"))):
+        return get_mbarrier(mbar)
     if is_expr(mbar):
         return mbar
     raise _builder.error(_builder.error_cls("TileLangTypeError"),
@@ -49,6 +53,39 @@ def alloc_barrier(arrive_count):
     buf = _alloc((len(counts),), "uint64", "shared.dyn", "mbarrier", {"pipelined": 1})
     _stmt("mbarrier_init_all", [buf[0]] + [_C.const(c, "int32") for c in counts])
     return buf
+
+
+def create_list_of_mbarrier(*arrive_counts):
+    """Upstream's barriers by index: mbarriers with these arrival counts (ints, or one list),
+    initialised like T.alloc_barrier's; T.get_mbarrier(i), or the index i itself where a
+    barrier is expected (T.mbarrier_wait_parity(mbarrier=i, ...)), names the i-th."""
+    counts = list(arrive_counts[0]) if len(arrive_counts) == 1 and isinstance(arrive_counts[0], (list, tuple)) \
+        else list(arrive_counts)
+    buf = alloc_barrier(counts)
+    _builder.require("T.create_list_of_mbarrier").mbarrier_list = buf
+    return buf
+
+
+def get_mbarrier(index):
+    """The index-th barrier of T.create_list_of_mbarrier."""
+    barriers = _builder.require("T.get_mbarrier").mbarrier_list
+    if barriers is None:
+        raise _builder.error(_builder.error_cls("TileLangNameError"),
+                             f"T.get_mbarrier({index}): the kernel has no T.create_list_of_mbarrier",
+                             "create the barriers first: T.create_list_of_mbarrier([128, 128])")
+    if isinstance(index, int) and not 0 <= index < barriers.shape[0]:
+        raise _builder.error(_builder.error_cls("TileLangBoundsError"),
+                             f"T.get_mbarrier({index}): the list has {barriers.shape[0]} barriers")
+    return barriers[index]
+
+
+def no_set_max_nreg():
+    """Upstream's switch: the compiler's warp specialisation leaves the register budgets
+    alone (no setmaxnreg for its producer and consumers)."""
+    _stmt("no_set_max_nreg", [])
+
+
+disable_warp_group_reg_alloc = no_set_max_nreg
 
 
 def mbarrier_wait_parity(mbarrier, parity):

@@ -600,15 +600,18 @@ class Parser:
         return out
 
     def binop(self, op, a, b, node):
-        if (is_expr(a) or is_expr(b)) and op is operator.xor:
-            # Bitwise exclusive or of integers (a barrier's parity `(k // s) % 2 ^ 1`).
+        bitwise = {operator.xor: ("^", "bitwise_xor"), operator.lshift: ("<<", "shift_left"),
+                   operator.rshift: (">>", "shift_right")}
+        if (is_expr(a) or is_expr(b)) and op in bitwise:
+            # Bitwise operators of integers (a barrier's parity `(k // s) % 2 ^ 1`).
+            sym, name = bitwise[op]
             for x in (a, b):
                 if isinstance(x, float) or (is_expr(x) and not (x.dtype.startswith(("int", "uint")) or x.dtype == "bool")):
-                    raise self.error(TileLangTypeError, f"operator '^' takes integers, got {getattr(x, 'dtype', type(x).__name__)}",
-                                     node)
-            return _C.call("bitwise_xor", [a, b])
-        if (is_expr(a) or is_expr(b)) and op in (operator.lshift, operator.rshift, operator.matmul):
-            sym = {operator.lshift: "<<", operator.rshift: ">>", operator.matmul: "@"}[op]
+                    raise self.error(TileLangTypeError,
+                                     f"operator '{sym}' takes integers, got {getattr(x, 'dtype', type(x).__name__)}", node)
+            return _C.call(name, [a, b])
+        if (is_expr(a) or is_expr(b)) and op is operator.matmul:
+            sym = "@"
             raise self.error(TileLangSyntaxError, f"operator '{sym}' on kernel values is not supported", node)
         if isinstance(a, (Buffer, Region)) or isinstance(b, (Buffer, Region)):
             raise self.error(TileLangTypeError, "arithmetic on a whole buffer", node,

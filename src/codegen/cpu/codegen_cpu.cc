@@ -367,6 +367,7 @@ class CodeGenCPU : public Emitter {
     }
     const std::string& op = call->op;
     if (op == "use_swizzle") return;  // the order of blocks does not matter on the CPU
+    if (op == "no_set_max_nreg") return;  // a hint to Hopper's warp specialisation
     if (op == "wait_wgmma") return;   // T.gemm is synchronous here
     if (op == "print") {
       std::string text = "tl::print(";

@@ -589,7 +589,8 @@ class CodeGenCUDA : public Emitter {
 
   static bool is_statement_call(const std::string& op) {
     return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
-           op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "use_swizzle" || op == "wgmma" ||
+           op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "use_swizzle" ||
+           op == "no_set_max_nreg" || op == "wgmma" ||
            op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async" ||
            op == "tma_load" || op == "tma_store" || op == "tma_store_commit" || op == "tma_store_wait_read" ||
            op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" ||
@@ -885,6 +886,7 @@ class CodeGenCUDA : public Emitter {
       return;
     }
     if (op == "use_swizzle") return;  // applied where the block indices are bound
+    if (op == "no_set_max_nreg") return;  // read by warp specialisation
     if (op == "ldmatrix") {
       // ldmatrix(trans, count, registers, shared element): count 8x8 matrices of 16-bit values.
       require_arch(75, call->span, "ldmatrix");

@@ -444,6 +444,10 @@ class WgslCodegen {
     const std::string& op = n->op;
     Span sp = n->span;
     if (op == "bitwise_xor") return "(" + convert(n->args.at(0), n->dtype) + " ^ " + convert(n->args.at(1), n->dtype) + ")";
+    // WGSL shifts by a u32 amount.
+    if (op == "shift_left" || op == "shift_right")
+      return "(" + convert(n->args.at(0), n->dtype) + (op == "shift_left" ? " << u32(" : " >> u32(") +
+             convert(n->args.at(1), n->dtype) + "))";
     if (op.rfind("atomic_", 0) == 0)
       unsupported(sp, "the value T." + op + " returns (WGSL's float atomics are compare-exchange loops)",
                   "call T." + op + " as a statement");
@@ -607,6 +611,7 @@ class WgslCodegen {
       return emit_atomic_update(call);
     }
     if (call->op == "use_swizzle") return;  // block order: a CUDA L2 optimisation
+    if (call->op == "no_set_max_nreg") return;  // a hint to Hopper's warp specialisation
     if (call->op == "wait_wgmma") return;   // T.gemm is synchronous here
     if (call->op == "cp_async" || call->op == "cp_async_commit" || call->op == "cp_async_wait" ||
         call->op == "ldmatrix" || call->op == "mma_sync")
