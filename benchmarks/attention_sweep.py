@@ -33,6 +33,18 @@ def emit(**kw):
     print(json.dumps(kw), flush=True)
 
 
+def context_lost():
+    """After a failed configuration: whether the CUDA context is unusable (an illegal
+    address poisons it for the rest of the process), so later figures would be garbage."""
+    try:
+        torch.cuda.synchronize()
+        torch.empty(1, device="cuda").add_(1)
+        torch.cuda.synchronize()
+        return False
+    except Exception:  # the context is gone
+        return True
+
+
 def rel_err(a, b):
     a, b = a.double(), b.double()
     return float((a - b).norm() / b.norm())
@@ -73,6 +85,9 @@ def main():
                 ms = bench(lambda: kern(q, k, v))
             except Exception as e:  # a configuration that fails is reported, not fatal
                 emit(label=args.label, dtype=kind, shape=shape, cfg=list(cfg), error=str(e).splitlines()[0][:160])
+                if context_lost():
+                    print(f"the CUDA context is lost after {kind} {shape} {cfg}: stopping the sweep", file=sys.stderr)
+                    sys.exit(2)
                 continue
             emit(label=args.label, dtype=kind, shape=shape, cfg=list(cfg), tflops=flops / ms / 1e9, err=err,
                  compile_s=compile_s)

@@ -10,6 +10,7 @@ Prints one JSON line per measurement; benchmarks/hopper_table.py joins the runs.
 import argparse
 import json
 import os
+import sys
 import time
 
 import torch
@@ -154,6 +155,18 @@ def emit(**kw):
     print(json.dumps(kw), flush=True)
 
 
+def context_lost():
+    """After a failed configuration: whether the CUDA context is unusable (an illegal
+    address poisons it for the rest of the process), so later figures would be garbage."""
+    try:
+        torch.cuda.synchronize()
+        torch.empty(1, device="cuda").add_(1)
+        torch.cuda.synchronize()
+        return False
+    except Exception:  # the context is gone
+        return True
+
+
 def sweep(label, dtype, shapes, configs, refs, b_transposed=False):
     """Each configuration is compiled fresh (a new kernel source) and timed; compile_s is
     the whole tilelang.compile call: parse, lowering, code generation and the compiler."""
@@ -176,6 +189,9 @@ def sweep(label, dtype, shapes, configs, refs, b_transposed=False):
                 ms = bench(lambda: kern(a, b))
             except Exception as e:  # a configuration that fails is reported, not fatal
                 emit(label=label, dtype=dtype, shape=shape, cfg=list(cfg), error=str(e).splitlines()[0][:160])
+                if context_lost():
+                    print(f"the CUDA context is lost after {dtype} {shape} {cfg}: stopping the sweep", file=sys.stderr)
+                    sys.exit(2)
                 continue
             emit(label=label, dtype=dtype, shape=shape, cfg=list(cfg), tflops=flops / ms / 1e9, err=err,
                  compile_s=compile_s)
