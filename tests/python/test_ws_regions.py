@@ -316,3 +316,20 @@ def test_no_set_max_nreg_keeps_the_launch_budgets():
     lowered = _C.lower(kernel(True).handle, SM90)
     assert "tl::set_max_nreg<" not in _C.codegen(lowered, SM90)
     assert "registers as launched, T.no_set_max_nreg" in lowered.lowering_report()
+
+
+@pytest.mark.parametrize("dims, ok", [(1, True), ((1, 1, 1), True), (2, False), ((2, 1, 1), False)])
+def test_cluster_dims_one_is_accepted_and_others_refused(dims, ok):
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((128,), "float32")):
+            with T.Kernel(2, threads=128, cluster_dims=dims) as bx:  # noqa: F841
+                for i in T.Parallel(128):
+                    A[i] = 1.0
+        return main
+
+    if ok:
+        _C.lower(build().handle, SM90)
+    else:
+        with pytest.raises(TileLangUnsupportedError, match="thread-block clusters .* are not supported yet"):
+            build()

@@ -14,8 +14,15 @@ class KernelSpec:
         self.threads = threads
 
 
-def Kernel(*grid, threads=128, is_cpu=False, prelude=None):
-    """`with T.Kernel(gx, gy, threads=128) as (bx, by):` launches gx * gy blocks."""
+def Kernel(*grid, threads=128, is_cpu=False, prelude=None, cluster_dims=None):
+    """`with T.Kernel(gx, gy, threads=128) as (bx, by):` launches gx * gy blocks.
+    cluster_dims (thread-block clusters) takes only 1 / (1, 1, 1) so far."""
+    if cluster_dims is not None:
+        dims = list(cluster_dims) if isinstance(cluster_dims, (list, tuple)) else [cluster_dims]
+        if any(d != 1 for d in dims):
+            raise _builder.error(_builder.error_cls("TileLangUnsupportedError"),
+                                 f"T.Kernel: thread-block clusters (cluster_dims={cluster_dims!r}) are not supported yet",
+                                 "launch without clusters (cluster_dims=1): each block loads its own tiles")
     if not grid:
         raise TypeError("T.Kernel needs at least one grid extent")
     if len(grid) > 3:
