@@ -17,6 +17,8 @@ import time
 import torch
 import triton
 
+from sweep_common import context_lost
+
 import tilelang
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
@@ -32,17 +34,6 @@ SHAPES = [(4, 16, 4096, 128, False), (4, 16, 4096, 128, True), (4, 16, 4096, 64,
 def emit(**kw):
     print(json.dumps(kw), flush=True)
 
-
-def context_lost():
-    """After a failed configuration: whether the CUDA context is unusable (an illegal
-    address poisons it for the rest of the process), so later figures would be garbage."""
-    try:
-        torch.cuda.synchronize()
-        torch.empty(1, device="cuda").add_(1)
-        torch.cuda.synchronize()
-        return False
-    except Exception:  # the context is gone
-        return True
 
 
 def rel_err(a, b):

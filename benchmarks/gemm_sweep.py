@@ -16,6 +16,8 @@ import time
 import torch
 import triton
 
+from sweep_common import context_lost
+
 import tilelang
 import tilelang.language as T
 
@@ -154,17 +156,6 @@ def rel_err(a, b):
 def emit(**kw):
     print(json.dumps(kw), flush=True)
 
-
-def context_lost():
-    """After a failed configuration: whether the CUDA context is unusable (an illegal
-    address poisons it for the rest of the process), so later figures would be garbage."""
-    try:
-        torch.cuda.synchronize()
-        torch.empty(1, device="cuda").add_(1)
-        torch.cuda.synchronize()
-        return False
-    except Exception:  # the context is gone
-        return True
 
 
 def sweep(label, dtype, shapes, configs, refs, b_transposed=False):
