@@ -309,15 +309,17 @@ void bind_ir(nb::module_& m) {
     return PyStmt{std::make_shared<TileOpNode>(op, std::move(rs), to_exprs(args), to_attrs(attrs), current_span())};
   }, nb::arg("op"), nb::arg("regions"), nb::arg("args"), nb::arg("attrs").none());
   m.def("kernel", [=](nb::handle block_vars, nb::handle grid, nb::handle thread_vars, std::vector<int64_t> threads,
-                      nb::handle body) {
+                      nb::handle body, std::vector<int64_t> cluster) {
     auto vars = [](nb::handle seq) {
       std::vector<Var> out;
       for (nb::handle h : seq) out.push_back(std::static_pointer_cast<const VarNode>(nb::cast<PyExpr&>(h).e));
       return out;
     };
     return PyStmt{std::make_shared<KernelNode>(vars(block_vars), to_exprs(grid), vars(thread_vars),
-                                               std::move(threads), stmt_or_null(body), current_span())};
-  }, nb::arg("block_vars"), nb::arg("grid"), nb::arg("thread_vars"), nb::arg("threads"), nb::arg("body").none());
+                                               std::move(threads), stmt_or_null(body), current_span(),
+                                               std::move(cluster))};
+  }, nb::arg("block_vars"), nb::arg("grid"), nb::arg("thread_vars"), nb::arg("threads"), nb::arg("body").none(),
+     nb::arg("cluster") = std::vector<int64_t>{});
 
   nb::class_<PyFunc>(m, "PrimFunc")
       .def_prop_ro("name", [](const PyFunc& f) { return f.f->name; })

@@ -270,7 +270,7 @@ Stmt IRMutator::mutate_kernel(const Stmt& s, const KernelNode* n) {
   Stmt body = mutate(n->body);
   if (!changed && body == n->body) return s;
   return std::make_shared<KernelNode>(n->block_vars, std::move(grid), n->thread_vars, n->threads, body,
-                                      n->span);
+                                      n->span, n->cluster);
 }
 
 // ---------------------------------------------------------------- helpers

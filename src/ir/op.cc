@@ -22,6 +22,7 @@ const IntrinsicInfo kIntrinsics[] = {
     {"bitwise_xor", 2, false},   // `a ^ b` on integers
     {"shift_left", 2, false},    // `a << b` on integers
     {"shift_right", 2, false},   // `a >> b` on integers (arithmetic for signed ones)
+    {"block_rank_in_cluster", 0, false},  // rank of the block in its thread-block cluster
     {"print", -1, false},        // T.print of scalars
 };
 

@@ -600,6 +600,9 @@ class Printer {
         s += ")";
       }
     }
+    if (!n->cluster.empty())
+      s += ", cluster_dims=(" + std::to_string(n->cluster[0]) + ", " + std::to_string(n->cluster[1]) + ", " +
+           std::to_string(n->cluster[2]) + ")";
     s += ")";
     if (n->block_vars.size() == 1) {
       s += " as " + var_name(n->block_vars[0].get());

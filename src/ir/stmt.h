@@ -126,10 +126,18 @@ struct KernelNode : StmtNode {
   std::vector<Var> thread_vars; // tx, ty, tz (reachable through T.get_thread_binding)
   std::vector<int64_t> threads; // block shape, 1-3 entries
   Stmt body;
+  // Thread-block cluster shape (3 entries), empty without clusters: the blocks of a
+  // cluster run at once on one GPC and reach each other's shared memory.
+  std::vector<int64_t> cluster;
   KernelNode(std::vector<Var> bv, std::vector<Expr> g, std::vector<Var> tv, std::vector<int64_t> t,
-             Stmt b, Span sp = {})
+             Stmt b, Span sp = {}, std::vector<int64_t> cl = {})
       : StmtNode(StmtKind::Kernel, sp), block_vars(std::move(bv)), grid(std::move(g)),
-        thread_vars(std::move(tv)), threads(std::move(t)), body(std::move(b)) {}
+        thread_vars(std::move(tv)), threads(std::move(t)), body(std::move(b)), cluster(std::move(cl)) {}
+  int64_t cluster_size() const {
+    int64_t n = 1;
+    for (auto c : cluster) n *= c;
+    return n;
+  }
   int64_t num_threads() const {
     int64_t n = 1;
     for (auto t : threads) n *= t;

@@ -224,7 +224,7 @@ class Equal {
       }
       case StmtKind::Kernel: {
         auto *x = static_cast<const KernelNode*>(a.get()), *y = static_cast<const KernelNode*>(b.get());
-        if (!exprs(x->grid, y->grid) || x->threads != y->threads ||
+        if (!exprs(x->grid, y->grid) || x->threads != y->threads || x->cluster != y->cluster ||
             x->block_vars.size() != y->block_vars.size() || x->thread_vars.size() != y->thread_vars.size())
           return false;
         std::vector<Correspondence::Saved> saved;
@@ -459,6 +459,7 @@ class Hasher {
         h = combine(h, exprs(n->grid));
         h = combine(h, n->threads.size());
         for (auto t : n->threads) h = combine(h, uint64_t(t));
+        for (auto c : n->cluster) h = combine(h, uint64_t(c));
         h = combine(h, n->block_vars.size());
         h = combine(h, n->thread_vars.size());
         Scope scope(this);

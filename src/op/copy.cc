@@ -65,6 +65,12 @@ Stmt to_cp_async(const Stmt& s) {
 Stmt lower_copy_threads(const TileOpNode& op, ThreadContext& ctx) {
   require_regions(op, 2, kOpName);
   if (attr_int(op, "tma", 0)) return lower_copy_tma(op, ctx);
+  if (op.attrs.count("cluster_mask"))
+    fail(ErrorKind::Unsupported, op.span,
+         "T.copy_cluster(cluster_mask=...) is issued by the TMA pipeline of a T.Pipelined loop (num_stages >= 2), "
+         "and this copy is not one of its producers",
+         "put the copy in a T.Pipelined loop whose T.gemm reads the tile, or multicast by hand with "
+         "T.tma_copy(..., cluster_mask=...) and your own barrier");
   if (ctx.layouts.tma_stores.count(&op)) return lower_copy_tma_store(op, ctx);
   const BufferRegion& src = op.regions[0];
   const BufferRegion& dst = op.regions[1];

@@ -62,11 +62,35 @@ Stmt call_stmt(const std::string& op, std::vector<Expr> args, Span sp) {
 
 }  // namespace
 
+// A multicast (cluster_mask): the block of the mask's lowest bit loads for every block of
+// the mask; the mask's other blocks receive; blocks outside it load their own tile.
+Stmt multicast_or_load(const TileOpNode& op, ThreadContext& ctx, int64_t mask) {
+  Span sp = op.span;
+  std::vector<Stmt> loads = tma_boxes("tma_load", op.regions.at(0), op.regions.at(1), op.args[0], ctx, sp);
+  if (!mask) return make_seq(loads, sp);
+  std::vector<Stmt> casts;
+  for (auto& l : loads) {
+    auto* call = as<CallNode>(as<EvaluateNode>(l)->value);
+    std::vector<Expr> args = call->args;
+    args.push_back(make_int(mask));
+    casts.push_back(std::make_shared<EvaluateNode>(
+        std::make_shared<CallNode>(DataType::Void(), "tma_load_multicast", args, sp), sp));
+  }
+  int64_t leader = 0;
+  while (!((mask >> leader) & 1)) ++leader;
+  Expr rank = std::make_shared<CallNode>(DataType::Int(32), "block_rank_in_cluster", std::vector<Expr>{}, sp);
+  Expr bit = floormod(std::make_shared<CallNode>(DataType::Int(32), "shift_right", std::vector<Expr>{make_int(mask), rank}, sp),
+                      make_int(2), sp);
+  Expr outside = binary(BinaryOp::EQ, bit, make_int(0), sp);
+  Stmt own = std::make_shared<IfThenElseNode>(outside, make_seq(loads, sp), nullptr, sp);
+  return std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, rank, make_int(leader), sp), make_seq(casts, sp), own, sp);
+}
+
 Stmt lower_copy_tma(const TileOpNode& op, ThreadContext& ctx) {
   Span sp = op.span;
   if (op.args.size() != 1 || !as<BufferLoadNode>(op.args[0]))
     fail(ErrorKind::Internal, sp, "internal: a TMA copy takes its mbarrier element");
-  std::vector<Stmt> loads = tma_boxes("tma_load", op.regions.at(0), op.regions.at(1), op.args[0], ctx, sp);
+  std::vector<Stmt> loads = {multicast_or_load(op, ctx, attr_int(op, "cluster_mask", 0))};
   if (!attr_int(op, "by_hand", 0)) return make_seq(loads, sp);
   if (std::string why = why_not_tma_load(op, ctx.target); !why.empty())
     fail(ErrorKind::Unsupported, sp, "T.tma_copy: " + why, "use T.copy, which picks a mechanism that can take it");

@@ -15,10 +15,14 @@ namespace {
 
 // One mbarrier operation of a loop body, with the conditions around it.
 struct BarrierOp {
-  std::string op;  // mbarrier_wait, mbarrier_arrive, mbarrier_arrive_expect_tx
+  std::string op;  // mbarrier_wait, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_arrive_cluster
   std::vector<Expr> conds;
   Expr index, parity;
   Span span;
+  // mbarrier_arrive_cluster: one arrival per warp on the barrier of each of this many blocks.
+  // The blocks of a cluster run the same program, so each barrier receives the arrivals
+  // of one block times this count.
+  int64_t cluster_blocks = 0;
 };
 
 struct Role {
@@ -44,9 +48,12 @@ void collect(const Stmt& s, std::vector<Expr>& conds, std::vector<BarrierOp>& ou
   } else if (auto* ev = as<EvaluateNode>(s)) {
     auto* c = as<CallNode>(ev->value);
     // Waits and arrivals; expect_tx alone adds bytes, not an arrival (TMA delivers them).
-    if (!c || (c->op != "mbarrier_wait" && c->op != "mbarrier_arrive" && c->op != "mbarrier_arrive_expect_tx")) return;
+    if (!c || (c->op != "mbarrier_wait" && c->op != "mbarrier_arrive" && c->op != "mbarrier_arrive_expect_tx" &&
+               c->op != "mbarrier_arrive_cluster"))
+      return;
     auto* bar = as<BufferLoadNode>(c->args.at(0));
-    out.push_back({c->op, conds, bar->indices.at(0), c->op == "mbarrier_wait" ? c->args.at(1) : Expr(), ev->span});
+    out.push_back({c->op, conds, bar->indices.at(0), c->op == "mbarrier_wait" ? c->args.at(1) : Expr(), ev->span,
+                   c->op == "mbarrier_arrive_cluster" ? *const_int(c->args.at(1)) : 0});
   }
 }
 
@@ -223,7 +230,7 @@ class Checker : public IRVisitor {
                                                         ": the barrier ran two phases ahead of its waiter");
             waits[r][e.bar] = k + 1;
           } else {
-            b.pending -= roles_[r].threads;
+            b.pending -= e.op->cluster_blocks ? roles_[r].threads / 32 * e.op->cluster_blocks : roles_[r].threads;
             if (b.pending < 0)
               fail(ErrorKind::Internal, e.op->span, "internal: barrier protocol: " + where(e) + ": more arrivals than the phase takes");
             if (b.pending == 0) {

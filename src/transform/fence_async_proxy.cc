@@ -12,13 +12,14 @@ namespace {
 bool is_barrier(const Stmt& s) {
   auto* ev = as<EvaluateNode>(s);
   auto* call = ev ? as<CallNode>(ev->value) : nullptr;
-  return call && (call->op == "sync_threads" || call->op == "named_barrier_sync");
+  return call && (call->op == "sync_threads" || call->op == "named_barrier_sync" || call->op == "cluster_sync");
 }
 
 bool is_arrival(const Stmt& s) {
   auto* ev = as<EvaluateNode>(s);
   auto* call = ev ? as<CallNode>(ev->value) : nullptr;
-  return call && (call->op == "mbarrier_arrive" || call->op == "mbarrier_arrive_expect_tx");
+  return call && (call->op == "mbarrier_arrive" || call->op == "mbarrier_arrive_expect_tx" ||
+                  call->op == "mbarrier_arrive_cluster" || call->op == "mbarrier_arrive_remote");
 }
 
 // Calls that name shared memory without writing it through the generic proxy: the async
@@ -26,6 +27,7 @@ bool is_arrival(const Stmt& s) {
 bool leaves_shared_to_async_proxy(const std::string& op) {
   static const std::set<std::string> ops = {"wgmma",         "tma_load",     "tma_load_multicast",
                                             "mbarrier_wait", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
+                                            "mbarrier_arrive_cluster", "mbarrier_arrive_remote",
                                             "mbarrier_expect_tx", "ldmatrix", "fence_proxy_async", "wgmma_desc",
                                             "tma_store", "tma_store_commit", "tma_store_wait_read"};
   return ops.count(op) > 0;

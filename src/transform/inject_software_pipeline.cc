@@ -91,6 +91,22 @@ std::unordered_set<const VarNode*> vars_bound_in(const Stmt& s) {
   return out;
 }
 
+bool mentions_any(const Expr& e, const std::unordered_set<const VarNode*>& vars) {
+  bool found = false;
+  for_each_expr(std::make_shared<EvaluateNode>(e), [&](const ExprNode* n) {
+    if (auto* v = dynamic_cast<const VarNode*>(n)) found = found || vars.count(v);
+  });
+  return found;
+}
+
+bool contains_call(const Stmt& s, const std::string& op) {
+  bool found = false;
+  for_each_expr(s, [&](const ExprNode* n) {
+    if (auto* c = dynamic_cast<const CallNode*>(n)) found = found || c->op == op;
+  });
+  return found;
+}
+
 bool contains_gemm(const Stmt& s) {
   struct Find : IRVisitor {
     bool found = false;
@@ -186,19 +202,28 @@ class SoftwarePipeline : public IRMutator {
     kernel_ = n;
     hoisted_ = {};
     tma_pipelines_ = 0;
+    multicasts_ = false;
     Stmt out = IRMutator::mutate_kernel(s, n);
     kernel_ = nullptr;
+    if (multicasts_) {
+      // Blocks of the cluster arrive on each other's barriers until their last iteration:
+      // none leaves (and gives up its shared memory) before all are done.
+      auto* k = as<KernelNode>(out);
+      out = std::make_shared<KernelNode>(k->block_vars, k->grid, k->thread_vars, k->threads,
+                                         make_seq({k->body, call_stmt("cluster_sync", {}, k->span)}, k->span),
+                                         k->span, k->cluster);
+    }
     if (!hoisted_.bars) return out;
     // A TMA pipeline inside other loops: its mbarriers are set up once, at the kernel's
     // start, and a running count of the pipeline's iterations (every role keeps its own
     // copy) carries the stage and the phase from one run of the loop to the next.
     auto* k = as<KernelNode>(out);
     Span sp = k->span;
-    Stmt body = make_seq({call_stmt("sync_threads", {}, sp), hoisted_.init, call_stmt("sync_threads", {}, sp), k->body}, sp);
+    Stmt body = make_seq({call_stmt("sync_threads", {}, sp), hoisted_.init, after_init(sp), k->body}, sp);
     body = std::make_shared<AllocateNode>(hoisted_.bars, body, Attrs{{"pipelined", int64_t(1)}}, sp);
     body = std::make_shared<AllocateNode>(hoisted_.counter, body,
                                           Attrs{{"init", Expr(c(0))}, {"pipeline_counter", int64_t(1)}}, sp);
-    return std::make_shared<KernelNode>(k->block_vars, k->grid, k->thread_vars, k->threads, body, sp);
+    return std::make_shared<KernelNode>(k->block_vars, k->grid, k->thread_vars, k->threads, body, sp, k->cluster);
   }
 
   Stmt mutate_for(const Stmt& s, const ForNode* n) override {
@@ -221,6 +246,12 @@ class SoftwarePipeline : public IRMutator {
                                             : "pipelined: " + std::to_string(stages - 1) + " copies ahead into " +
                                                   std::to_string(stages) + " buffers of");
       for (auto& name : last_staged_) line += " " + name;
+      if (!last_multicast_.empty()) {
+        line += "; multicast across the cluster of " + std::to_string(kernel_->cluster_size()) + " blocks:";
+        for (auto& name : last_multicast_) line += " " + name;
+      } else if (!no_multicast_.empty()) {
+        line += "; no multicast in the cluster: " + no_multicast_;
+      }
       if (n->attrs.count("order") || n->attrs.count("stage"))
         line += " (order/stage given: scheduled copies first, the compiler's own order)";
       report.push_back(line);
@@ -293,7 +324,8 @@ class SoftwarePipeline : public IRMutator {
   // with s = i % S; the producer part is the work of one thread of the producer
   // warpgroup, the consumer part the block's own threads (docs/gpu_lowering.md).
   Stmt tma_pipeline(const ForNode* loop, const std::vector<Stmt>& stmts, const std::vector<bool>& is_producer,
-                    const std::unordered_map<const BufferNode*, Buffer>& staged, int64_t S) {
+                    const std::vector<int64_t>& masks, const std::unordered_map<const BufferNode*, Buffer>& staged,
+                    int64_t S) {
     Span sp = loop->span;
     Buffer bars = make_buffer("pipeline_mbar", DataType::UInt(64), {c(2 * S)}, scope::kSharedDyn, sp);
     // Inside another loop or a branch, the set-up moves to the kernel's start and the
@@ -315,6 +347,7 @@ class SoftwarePipeline : public IRMutator {
       bytes += *const_int(dst->shape[0]) * *const_int(dst->shape[1]) * dst->dtype.bytes();
       Attrs attrs = op->attrs;
       attrs["tma"] = int64_t(1);
+      if (masks[k]) attrs["cluster_mask"] = masks[k];
       produce.push_back(AddStage(staged, slot).mutate(
           std::make_shared<TileOpNode>(op->op, op->regions, std::vector<Expr>{full}, attrs, op->span)));
     }
@@ -332,21 +365,30 @@ class SoftwarePipeline : public IRMutator {
     std::vector<Stmt> consumers;
     for (size_t k = 0; k < stmts.size(); ++k)
       if (!is_producer[k] && !is_barrier(stmts[k])) consumers.push_back(stmts[k]);
+    // With multicasts, a block writes into the others' stages: a stage is free once the
+    // consumers of every block of the cluster have released it (each warp arrives once on
+    // every block's empty barrier).
+    bool multicast = false;
+    for (int64_t m : masks) multicast = multicast || m != 0;
+    int64_t blocks = multicast ? kernel_->cluster_size() : 1;
+    Stmt release = multicast ? call_stmt("mbarrier_arrive_cluster", {empty_bar, c(blocks)}, sp)
+                             : call_stmt("mbarrier_arrive", {empty_bar}, sp);
     Stmt consumer = make_seq({call_stmt("mbarrier_wait", {full, floormod(round, c(2), sp)}, sp),
-                              AddStage(staged, slot).mutate(make_seq(consumers, sp)),
-                              call_stmt("mbarrier_arrive", {empty_bar}, sp)},
+                              AddStage(staged, slot).mutate(make_seq(consumers, sp)), release},
                              sp);
     Stmt body = make_seq({guarded(role(1), producer), guarded(role(0), consumer)}, sp);
     Attrs attrs = {{"software_pipeline", int64_t(1)}, {"ws_pipeline", int64_t(1)}, {"num_stages", S}};
     Stmt l = with_loop_body(loop, body, ForKind::Serial, attrs);
     // full[s] completes on the producer's arrive plus the bytes; empty[s] on every consumer
     // thread's arrive. One thread initialises them before anyone waits.
-    int64_t consumers_n = kernel_->num_threads();
+    int64_t consumers_n = multicast ? kernel_->num_threads() / 32 * blocks : kernel_->num_threads();
     std::vector<Stmt> init;
     for (int64_t k = 0; k < S; ++k) {
       init.push_back(call_stmt("mbarrier_init", {bar(c(k)), c(1)}, sp));
       init.push_back(call_stmt("mbarrier_init", {bar(c(k + S)), c(consumers_n)}, sp));
     }
+    if (multicast) init.push_back(call_stmt("fence_barrier_init", {}, sp));
+    multicasts_ = multicasts_ || multicast;
     Expr first_thread = binary(BinaryOp::EQ, std::make_shared<CallNode>(DataType::Int(32), "thread_index",
                                                                         std::vector<Expr>{c(0)}, sp),
                                c(0), sp);
@@ -356,10 +398,68 @@ class SoftwarePipeline : public IRMutator {
       Stmt count = std::make_shared<BufferStoreNode>(counter, add(base, loop->extent, sp), std::vector<Expr>{c(0)}, sp);
       return make_seq({l, count}, sp);
     }
-    Stmt seq = make_seq({call_stmt("sync_threads", {}, sp), guarded(first_thread, make_seq(init, sp)),
-                         call_stmt("sync_threads", {}, sp), l},
+    Stmt seq = make_seq({call_stmt("sync_threads", {}, sp), guarded(first_thread, make_seq(init, sp)), after_init(sp), l},
                         sp);
     return std::make_shared<AllocateNode>(bars, seq, Attrs{{"pipelined", int64_t(1)}}, sp);
+  }
+
+  // The cluster multicast of each producer (a bit mask of the cluster's blocks, 0 for none):
+  // the mask given (T.copy_cluster, checked here), or, in a cluster kernel, the whole
+  // cluster for a copy whose tile is the same in every block of a cluster (its region does
+  // not depend on the block indices along the cluster's dimensions). Either needs the loop
+  // to run equally often in every block of a cluster, since the blocks release stages for
+  // each other.
+  std::vector<int64_t> multicast_masks(const ForNode* loop, const std::vector<Stmt>& stmts,
+                                       const std::vector<bool>& is_producer, const std::string& no_tma) {
+    std::vector<int64_t> masks(stmts.size(), 0);
+    no_multicast_.clear();
+    if (!kernel_ || kernel_->cluster.empty()) return masks;
+    // Values that may differ between the blocks of one cluster.
+    std::unordered_set<const VarNode*> varying;
+    for (size_t d = 0; d < kernel_->block_vars.size() && d < 3; ++d)
+      if (kernel_->cluster[d] > 1) varying.insert(kernel_->block_vars[d].get());
+    std::string uneven;  // why the trip count may differ between the blocks
+    for (const StmtNode* e : enclosing_) {
+      if (auto* l = dynamic_cast<const LetStmtNode*>(e)) {
+        if (mentions_any(l->value, varying)) varying.insert(l->var.get());
+      } else if (auto* f = dynamic_cast<const ForNode*>(e)) {
+        if (mentions_any(f->min, varying) || mentions_any(f->extent, varying)) {
+          varying.insert(f->var.get());
+          uneven = "an enclosing loop's range depends on the block index";
+        }
+      } else if (auto* i = dynamic_cast<const IfThenElseNode*>(e)) {
+        if (mentions_any(i->cond, varying)) uneven = "an enclosing condition depends on the block index";
+      }
+    }
+    if (mentions_any(loop->min, varying) || mentions_any(loop->extent, varying))
+      uneven = "the loop's range depends on the block index";
+    // T.use_swizzle renumbers the blocks: the cluster's blocks no longer share an index.
+    bool renumbered = contains_call(kernel_->body, "use_swizzle");
+    no_multicast_ = !no_tma.empty()     ? "no TMA pipeline"
+                    : !uneven.empty()   ? uneven
+                    : renumbered        ? "T.use_swizzle renumbers the blocks"
+                                        : "no copied tile is the same in all blocks of the cluster (multicast within "
+                                          "rows or columns of a 2-D cluster is not supported yet)";
+    for (size_t k = 0; k < stmts.size(); ++k) {
+      if (!is_producer[k]) continue;
+      auto* op = as<TileOpNode>(stmts[k]);
+      if (op->attrs.count("cluster_mask")) {
+        std::string why = !no_tma.empty() ? no_tma : uneven.empty() ? "" : uneven + " along the cluster";
+        if (!why.empty())
+          fail(ErrorKind::Unsupported, op->span,
+               "T.copy_cluster(cluster_mask=...): the multicast is issued by the TMA pipeline of its T.Pipelined "
+               "loop, which this loop cannot have: " + why,
+               "copy the tile in each block with T.copy, or make the loop's trip count the same in every block "
+               "of a cluster");
+        masks[k] = attr_int(*op, "cluster_mask", 0);
+        continue;
+      }
+      if (!no_tma.empty() || !uneven.empty() || renumbered) continue;
+      bool same = true;
+      for (auto& rg : op->regions[0].ranges) same = same && !mentions_any(rg.min, varying) && !mentions_any(rg.extent, varying);
+      if (same) masks[k] = (int64_t(1) << kernel_->cluster_size()) - 1;
+    }
+    return masks;
   }
 
   // The schedule above, or null when the loop has no producer.
@@ -401,7 +501,11 @@ class SoftwarePipeline : public IRMutator {
     if (const int64_t* trips = const_int(loop->extent); trips && *trips < 2)
       no_tma = "the loop runs " + std::to_string(*trips) + " time(s)";
     last_tma_ = no_tma.empty();
-    if (last_tma_) return tma_pipeline(loop, stmts, is_producer, staged, S);
+    std::vector<int64_t> masks = multicast_masks(loop, stmts, is_producer, no_tma);
+    last_multicast_.clear();
+    for (size_t k = 0; k < stmts.size(); ++k)
+      if (masks[k]) last_multicast_.push_back(as<TileOpNode>(stmts[k])->regions[1].buffer->name);
+    if (last_tma_) return tma_pipeline(loop, stmts, is_producer, masks, staged, S);
     // On Hopper, cp.async in place of TMA is the slower path.
     if (target_.kind == "cuda" && target_.arch_number() >= 90)
       report.push_back(where + "copies by cp.async, not TMA [slower path: not TMA: " + no_tma + "]");
@@ -445,6 +549,12 @@ class SoftwarePipeline : public IRMutator {
     return make_seq(out, sp);
   }
 
+  // After the mbarriers' initialisation: the block waits for it; with multicasts the whole
+  // cluster does, since the other blocks arrive on these barriers and copy into this block.
+  Stmt after_init(Span sp) const {
+    return call_stmt(multicasts_ ? "cluster_sync" : "sync_threads", {}, sp);
+  }
+
   static bool is_barrier(const Stmt& s) {
     auto* ev = as<EvaluateNode>(s);
     auto* call = ev ? as<CallNode>(ev->value) : nullptr;
@@ -460,10 +570,12 @@ class SoftwarePipeline : public IRMutator {
     Stmt init;
   } hoisted_;
   int tma_pipelines_ = 0;
+  bool multicasts_ = false;  // the kernel's TMA pipeline multicasts across its cluster
   bool last_tma_ = false;
   BufferUses uses_;
   std::unordered_map<const BufferNode*, Buffer> staged_;
-  std::vector<std::string> last_staged_;
+  std::vector<std::string> last_staged_, last_multicast_;
+  std::string no_multicast_;  // why a cluster kernel's pipeline multicasts nothing
 };
 
 }  // namespace

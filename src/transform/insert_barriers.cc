@@ -669,7 +669,7 @@ class KernelBarriers : public IRMutator {
   Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
     Stmt body = BarrierPlanner(func_, n).run(n->body);
     if (body == n->body) return s;
-    return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, n->threads, body, n->span);
+    return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, n->threads, body, n->span, n->cluster);
   }
 
  private:

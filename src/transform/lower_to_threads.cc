@@ -117,7 +117,7 @@ class ThreadLowering : public IRMutator {
     for (auto& v : n->block_vars) az_.unbind(v.get());
     for (auto& v : n->thread_vars) az_.unbind(v.get());
     layouts_ = nullptr;
-    return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, n->threads, body, n->span);
+    return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, n->threads, body, n->span, n->cluster);
   }
 
   // Threads exist only inside a kernel: host code (allowed on the CPU) has none to spread

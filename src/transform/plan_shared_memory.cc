@@ -153,7 +153,7 @@ class PlanKernels : public IRMutator {
       report.push_back(n->span.str() + ": shared memory " + std::to_string(planned) + " bytes (" +
                        std::to_string(separate) + " without reuse of dead buffers' bytes)");
     Stmt body = SetOffsets(std::move(offsets)).mutate(n->body);
-    return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, n->threads, body, n->span);
+    return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, n->threads, body, n->span, n->cluster);
   }
 };
 

@@ -203,7 +203,7 @@ class Simplifier : public IRMutator {
     if (!body) body = make_seq({}, n->span);
     if (!changed && body == n->body) return s;
     return std::make_shared<KernelNode>(n->block_vars, std::move(grid), n->thread_vars, n->threads, body,
-                                        n->span);
+                                        n->span, n->cluster);
   }
 
  private:

@@ -69,7 +69,7 @@ std::pair<Stmt, Stmt> overlap_wgmma(const ForNode* loop, const Stmt& body, int64
   const CallNode* wait = call_of(seq->seq[seq->seq.size() - 2]);
   const CallNode* release = call_of(seq->seq.back());
   if (!wait || wait->op != "wgmma_wait" || *const_int(wait->args[0]) != 0 || !release ||
-      release->op != "mbarrier_arrive")
+      (release->op != "mbarrier_arrive" && release->op != "mbarrier_arrive_cluster"))
     return {};
   bool plain = true;
   struct Stores : IRVisitor {
@@ -85,10 +85,10 @@ std::pair<Stmt, Stmt> overlap_wgmma(const ForNode* loop, const Stmt& body, int64
   auto* bar = as<BufferLoadNode>(release->args[0]);
   // The stage of iteration i - 1: (i - 1) % S, plus the S offset of the empty barriers.
   Expr previous = add(floormod(add(i, c(stages - 1), sp), c(stages), sp), c(stages), sp);
-  Stmt release_previous = std::make_shared<IfThenElseNode>(
-      binary(BinaryOp::GT, i, c(0), sp),
-      call_stmt("mbarrier_arrive", {std::make_shared<BufferLoadNode>(bar->dtype, bar->buffer, std::vector<Expr>{previous}, sp)}, sp),
-      nullptr, sp);
+  std::vector<Expr> release_args = release->args;  // the same release (a cluster's too), one stage back
+  release_args[0] = std::make_shared<BufferLoadNode>(bar->dtype, bar->buffer, std::vector<Expr>{previous}, sp);
+  Stmt release_previous = std::make_shared<IfThenElseNode>(binary(BinaryOp::GT, i, c(0), sp),
+                                                           call_stmt(release->op, release_args, sp), nullptr, sp);
   std::vector<Stmt> out(seq->seq.begin(), seq->seq.end() - 2);
   out.push_back(call_stmt("wgmma_wait", {c(1), wait->args[1], wait->args[2]}, sp));
   out.push_back(release_previous);
@@ -160,7 +160,7 @@ class Specialize : public IRMutator {
                                       : std::to_string(consumer_regs_) + " registers each") +
                      ") and a producer warpgroup of 128" + (keep_registers_ ? "" : " (40)"));
     std::vector<int64_t> threads = {threads_ + 128};
-    return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, threads, body, n->span);
+    return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, threads, body, n->span, n->cluster);
   }
 
  private:

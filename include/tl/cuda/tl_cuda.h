@@ -556,6 +556,42 @@ TL_DEVICE void mbarrier_wait(uint64_t* bar, uint32_t parity) {
 #endif
 }
 
+// Thread-block clusters. The rank of this block in its cluster; the cluster-wide barrier
+// (every thread of every block of the cluster; threads that exited count as arrived), its
+// two halves, and the fence that makes mbarrier initialisation visible to the cluster's
+// other blocks (before they arrive on it or multicast into it).
+TL_DEVICE int block_rank_in_cluster() {
+  uint32_t r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+  return int(r);
+}
+TL_DEVICE void cluster_arrive() { TL_SM90("barrier.cluster.arrive.release;\n" ::: "memory"); }
+TL_DEVICE void cluster_arrive_relaxed() { TL_SM90("barrier.cluster.arrive.relaxed;\n" ::: "memory"); }
+TL_DEVICE void cluster_wait() { TL_SM90("barrier.cluster.wait.acquire;\n" ::: "memory"); }
+TL_DEVICE void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
+}
+TL_DEVICE void fence_barrier_init() { TL_SM90("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+// One arrival on the mbarrier at the same shared-memory offset as `bar` in the cluster's
+// block `rank` (this block's own when rank is its own).
+TL_DEVICE void mbarrier_arrive_remote(uint64_t* bar, uint32_t rank) {
+  TL_SM90(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
+      "r"(rank)
+      : "memory");
+}
+// A warp's release of a stage that the cluster's blocks fill for each other: once every
+// lane is here, one lane arrives on the barrier of each of the cluster's `blocks` blocks.
+TL_DEVICE void mbarrier_arrive_cluster(uint64_t* bar, uint32_t blocks) {
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0)
+    for (uint32_t r = 0; r < blocks; ++r) mbarrier_arrive_remote(bar, r);
+}
+
 // Brings a tensor map into the cache before its first TMA copy needs it.
 TL_DEVICE void prefetch_tensor_map(const TensorMap& map) {
   TL_SM90("prefetch.tensormap [%0];\n" ::"l"(&map) : "memory");
@@ -596,6 +632,34 @@ TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0,
       "l"(&map), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
       : "memory");
 }
+
+// The same load delivered by one instruction to every block of the cluster whose bit is
+// set in `mask`, at the same shared-memory offsets, each completing on its own `bar`.
+#define TL_TMA_MULTICAST(DIMS, COORDS, ...)                                                                    \
+  TL_SM90("cp.async.bulk.tensor." DIMS                                                                       \
+          ".shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {" COORDS       \
+          "}], [%2], %3;\n" ::"r"(smem_addr(smem)),                                                          \
+          "l"(&map), "r"(smem_addr(bar)), "h"(mask), __VA_ARGS__                                             \
+          : "memory")
+TL_DEVICE void tma_load_multicast(const TensorMap& map, void* smem, uint64_t* bar, uint16_t mask, int c0) {
+  TL_TMA_MULTICAST("1d", "%4", "r"(c0));
+}
+TL_DEVICE void tma_load_multicast(const TensorMap& map, void* smem, uint64_t* bar, uint16_t mask, int c0, int c1) {
+  TL_TMA_MULTICAST("2d", "%4, %5", "r"(c0), "r"(c1));
+}
+TL_DEVICE void tma_load_multicast(const TensorMap& map, void* smem, uint64_t* bar, uint16_t mask, int c0, int c1,
+                                  int c2) {
+  TL_TMA_MULTICAST("3d", "%4, %5, %6", "r"(c0), "r"(c1), "r"(c2));
+}
+TL_DEVICE void tma_load_multicast(const TensorMap& map, void* smem, uint64_t* bar, uint16_t mask, int c0, int c1,
+                                  int c2, int c3) {
+  TL_TMA_MULTICAST("4d", "%4, %5, %6, %7", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+TL_DEVICE void tma_load_multicast(const TensorMap& map, void* smem, uint64_t* bar, uint16_t mask, int c0, int c1,
+                                  int c2, int c3, int c4) {
+  TL_TMA_MULTICAST("5d", "%4, %5, %6, %7, %8", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+#undef TL_TMA_MULTICAST
 
 // cp.async.bulk.tensor store: the box of shared memory at smem to coords (innermost first)
 // of the tensor `map` describes, in the calling thread's bulk async-group. Coordinates past

@@ -94,12 +94,11 @@ def mbarrier_wait_parity(mbarrier, parity):
 
 
 def mbarrier_arrive(mbarrier, cta_id=None):
-    """This thread's arrival on the barrier (this block's; cluster barriers are not
-    supported yet)."""
+    """This thread's arrival on the barrier; with cta_id (a cluster kernel), on the barrier
+    at the same place in the shared memory of the cluster's block of that rank."""
     if cta_id is not None:
-        raise _builder.error(_builder.error_cls("TileLangUnsupportedError"),
-                             "T.mbarrier_arrive: arriving on another block's barrier (cta_id) is not supported yet",
-                             "arrive on this block's barrier")
+        _stmt("mbarrier_arrive_remote", [_barrier("mbarrier_arrive", mbarrier), cta_id])
+        return
     _stmt("mbarrier_arrive", [_barrier("mbarrier_arrive", mbarrier)])
 
 

@@ -9,25 +9,65 @@ from ..parser import builder as _builder
 
 
 class KernelSpec:
-    def __init__(self, grid, threads, prelude=None):
+    def __init__(self, grid, threads, prelude=None, cluster=None):
         self.grid = list(grid)
         self.threads = threads
+        self.cluster = cluster  # [x, y, z] or None
 
 
 def Kernel(*grid, threads=128, is_cpu=False, prelude=None, cluster_dims=None):
     """`with T.Kernel(gx, gy, threads=128) as (bx, by):` launches gx * gy blocks.
-    cluster_dims (thread-block clusters) takes only 1 / (1, 1, 1) so far."""
-    if cluster_dims is not None:
-        dims = list(cluster_dims) if isinstance(cluster_dims, (list, tuple)) else [cluster_dims]
-        if any(d != 1 for d in dims):
-            raise _builder.error(_builder.error_cls("TileLangUnsupportedError"),
-                                 f"T.Kernel: thread-block clusters (cluster_dims={cluster_dims!r}) are not supported yet",
-                                 "launch without clusters (cluster_dims=1): each block loads its own tiles")
+    cluster_dims (an int or 1-3 ints, sm_90 and newer) groups the blocks into thread-block
+    clusters: the blocks of one cluster (consecutive along x, then y, then z) run at the same
+    time and reach each other's shared memory (T.copy_cluster, T.tma_copy(cluster_mask=),
+    T.block_rank_in_cluster, T.cluster_sync). Each grid extent must be a multiple of the
+    cluster's along the same dimension."""
     if not grid:
         raise TypeError("T.Kernel needs at least one grid extent")
     if len(grid) > 3:
         raise TypeError(f"T.Kernel takes 1 to 3 grid extents, got {len(grid)}")
-    return KernelSpec(grid, _thread_extents(threads), prelude)
+    return KernelSpec(grid, _thread_extents(threads), prelude, _cluster_extents(cluster_dims))
+
+
+def ClusterKernel(*grid, cluster_dims, threads=128, prelude=None):
+    """T.Kernel with a required cluster_dims (as upstream): `with T.ClusterKernel(gx, gy,
+    cluster_dims=2, threads=256) as (bx, by):`."""
+    if cluster_dims is None:
+        raise _builder.error(_builder.error_cls("TileLangTypeError"), "T.ClusterKernel: cluster_dims is required",
+                             "write cluster_dims=2 (or (2, 1, 1)), or use T.Kernel without clusters")
+    return Kernel(*grid, threads=threads, prelude=prelude, cluster_dims=cluster_dims)
+
+
+# Blocks per cluster that every sm_90 GPU can launch (16 needs an opt-in that is not portable).
+_MAX_CLUSTER_BLOCKS = 8
+
+
+def _cluster_extents(cluster_dims):
+    """cluster_dims as [x, y, z] of Python ints, None without clusters (or for 1 / (1, 1, 1))."""
+    if cluster_dims is None:
+        return None
+    type_error = _builder.error_cls("TileLangTypeError")
+    items = list(cluster_dims) if isinstance(cluster_dims, (list, tuple)) else [cluster_dims]
+    if not 1 <= len(items) <= 3:
+        raise _builder.error(type_error, f"T.Kernel: cluster_dims takes 1 to 3 extents, got {len(items)}",
+                             "write cluster_dims=2 or cluster_dims=(2, 1, 1)")
+    for c in items:
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
+            raise _builder.error(type_error, f"T.Kernel: cluster_dims must be Python ints, got {c!r}",
+                                 "the cluster shape is fixed when the kernel is compiled")
+        if c < 1:
+            raise _builder.error(_builder.error_cls("TileLangShapeError"),
+                                 f"T.Kernel: cluster_dims={cluster_dims!r}: every extent must be at least 1")
+    dims = [int(c) for c in items] + [1] * (3 - len(items))
+    if dims == [1, 1, 1]:
+        return None
+    blocks = dims[0] * dims[1] * dims[2]
+    if blocks > _MAX_CLUSTER_BLOCKS:
+        raise _builder.error(_builder.error_cls("TileLangUnsupportedError"),
+                             f"T.Kernel: cluster_dims={cluster_dims!r} makes clusters of {blocks} blocks; "
+                             f"at most {_MAX_CLUSTER_BLOCKS} are portable",
+                             "use clusters of 2, 4 or 8 blocks")
+    return dims
 
 
 def _thread_extents(threads):

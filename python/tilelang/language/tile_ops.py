@@ -72,12 +72,18 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
     program arrives on the barrier (T.barrier_arrive) and waits for it
     (T.mbarrier_wait_parity / T.barrier_wait) before reading the tile. The tile is stored as
     TMA writes it (panels one swizzle wide). Where TMA cannot take the copy, compilation
-    fails with the reason."""
+    fails with the reason. cluster_mask (a cluster kernel): the block of the mask's lowest
+    set bit multicasts the tile to every block of the mask, at the same shared offsets and
+    completing on each block's own `barrier`; the others of the mask issue nothing; blocks
+    outside the mask load their own tile. Every block still adds the bytes to its barrier.
+    Each block must have initialised its barrier (T.alloc_cluster_barrier) and be done with
+    the tile's earlier contents (T.cluster_sync) before the multicast is issued."""
     from .hopper import _barrier
     unsupported = _builder.error_cls("TileLangUnsupportedError")
+    attrs = {"tma": 1, "by_hand": 1}
     if cluster_mask is not None:
-        raise _builder.error(unsupported, "T.tma_copy: cluster_mask (TMA multicast) is not supported yet",
-                             "load the tile in each block")
+        from .cluster import _cluster_mask
+        attrs["cluster_mask"] = _cluster_mask("T.tma_copy", cluster_mask)
     if barrier is None:
         raise _builder.error(TileLangTypeError, "T.tma_copy: a load needs barrier= (from T.alloc_barrier)",
                              "pass the mbarrier the consumers wait on")
@@ -87,7 +93,7 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
     if src_r.buffer.scope != "global" or dst_r.buffer.scope not in ("shared", "shared.dyn"):
         raise _builder.error(unsupported, "T.tma_copy: only global -> shared loads are supported",
                              "store shared tiles with T.copy, which uses TMA stores on sm_90a")
-    _emit("copy", [src_r, dst_r], [_barrier("tma_copy", barrier)], {"tma": 1, "by_hand": 1})
+    _emit("copy", [src_r, dst_r], [_barrier("tma_copy", barrier)], attrs)
 
 
 def fill(buffer, value):

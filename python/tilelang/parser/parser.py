@@ -536,7 +536,7 @@ class Parser:
             body = self.builder.pop()
             self.builder.kernels.pop()
         self.builder.set_line(node.lineno, node.col_offset)
-        self.builder.emit(_C.kernel(block_vars, list(spec.grid), thread_vars, spec.threads, body))
+        self.builder.emit(_C.kernel(block_vars, list(spec.grid), thread_vars, spec.threads, body, spec.cluster or []))
 
     # ------------------------------------------------------------------ expressions
     def ev(self, node):

@@ -193,7 +193,7 @@ std::vector<CudaKernelParam> kernel_params(const PrimFuncNode& f) {
   // names, in order of first use.
   for_each_expr(f.body, [&](const ExprNode* e) {
     auto* call = dynamic_cast<const CallNode*>(e);
-    if (!call || (call->op != "tma_load" && call->op != "tma_store")) return;
+    if (!call || (call->op != "tma_load" && call->op != "tma_load_multicast" && call->op != "tma_store")) return;
     auto* g = as<BufferLoadNode>(call->args.at(0));
     int index = -1;
     for (size_t i = 0; g && i < f.params.size(); ++i)
@@ -379,6 +379,11 @@ class CodeGenCUDA : public Emitter {
     std::string bounds = opts_.launch_bounds || rebalances
                              ? "__launch_bounds__(" + std::to_string(k->num_threads()) + (rebalances ? ", 1" : "") + ") "
                              : "";
+    if (!k->cluster.empty()) {
+      require_arch(90, k->span, "thread-block clusters");
+      bounds += "__cluster_dims__(" + std::to_string(k->cluster[0]) + ", " + std::to_string(k->cluster[1]) + ", " +
+                std::to_string(k->cluster[2]) + ") ";
+    }
     std::string sig = "extern \"C\" __global__ void " + bounds + name + "(";
     for (size_t i = 0; i < decls.size(); ++i) sig += (i ? ", " : "") + decls[i];
     line(sig + ") {");
@@ -596,7 +601,9 @@ class CodeGenCUDA : public Emitter {
            op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" ||
            op == "mbarrier_arrive_expect_tx" || op == "mbarrier_init_all" ||
            op == "mbarrier_wait" || op == "set_max_nreg" || op == "named_barrier_sync" || op == "ws_role" ||
-           op == "wait_wgmma";
+           op == "wait_wgmma" || op == "tma_load_multicast" || op == "cluster_arrive" ||
+           op == "cluster_arrive_relaxed" || op == "cluster_wait" || op == "cluster_sync" ||
+           op == "fence_barrier_init" || op == "mbarrier_arrive_remote" || op == "mbarrier_arrive_cluster";
   }
 
   Code float_min_max(bool is_max, DataType t, const Code& a, const Code& b, Span span) override {
@@ -614,6 +621,10 @@ class CodeGenCUDA : public Emitter {
       fail(ErrorKind::Internal, sp, "internal: T." + op + " is used as a value", "call it as a statement");
     if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min") return emit_atomic(n);
     if (op == "shfl_xor") return emit_shfl_xor(n);
+    if (op == "block_rank_in_cluster") {
+      require_arch(90, sp, "thread-block clusters");
+      return {"tl::block_rank_in_cluster()"};
+    }
     if (op == "wgmma_desc") {
       // wgmma_desc(shared element, LBO bytes, SBO bytes, swizzle code): a matrix descriptor.
       require_arch(90, sp, "wgmma");
@@ -934,7 +945,13 @@ class CodeGenCUDA : public Emitter {
       if (!wait) line("tl::wgmma_fence();");
       return;
     }
-    if (op == "tma_load" || op == "tma_store") {
+    if (op == "cluster_arrive" || op == "cluster_arrive_relaxed" || op == "cluster_wait" || op == "cluster_sync" ||
+        op == "fence_barrier_init") {
+      require_arch(90, call->span, "thread-block clusters");
+      line("tl::" + op + "();");
+      return;
+    }
+    if (op == "tma_load" || op == "tma_load_multicast" || op == "tma_store") {
       require_arch(90, call->span, "TMA");
       TensorMapSpec spec = tma_spec_of(call);
       auto* g = as<BufferLoadNode>(call->args[0]);
@@ -946,12 +963,14 @@ class CodeGenCUDA : public Emitter {
       if (map.empty()) fail(ErrorKind::Internal, call->span, "internal: no tensor map parameter for a TMA copy");
       auto* smem = as<BufferLoadNode>(call->args[1]);
       auto* bar = as<BufferLoadNode>(call->args[2]);
-      bool load = op == "tma_load";
+      bool load = op != "tma_store";
       if (!smem || (load && !bar))
         fail(ErrorKind::Internal, call->span, "internal: " + op + " takes shared (and mbarrier) elements");
       std::string text = "tl::" + op + "(" + map + ", &" + element(smem->buffer, smem->indices, smem->span);
       if (load) text += ", &" + element(bar->buffer, bar->indices, bar->span);
       size_t rank = spec.box.size();
+      if (op == "tma_load_multicast")
+        text += ", (uint16_t)" + std::to_string(const_arg(call, 5 + 2 * rank, "cluster mask"));
       for (size_t d = rank; d-- > 0;) text += ", " + convert(call->args[5 + rank + d], DataType::Int(32)).text;
       line(text + ");");
       return;
@@ -976,11 +995,18 @@ class CodeGenCUDA : public Emitter {
              ", " + convert(call->args[a], DataType::UInt(32)).text + ");");
       --indent_;
       line("}");
-      line("__syncthreads();");
+      // In a cluster, the other blocks may arrive on these barriers and copy into this
+      // block: the initialisation is published to the whole cluster.
+      if (current_kernel_ && !current_kernel_->cluster.empty()) {
+        line("if (threadIdx.x == 0) tl::fence_barrier_init();");
+        line("tl::cluster_sync();");
+      } else {
+        line("__syncthreads();");
+      }
       return;
     }
     if (op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" || op == "mbarrier_wait" ||
-        op == "mbarrier_arrive_expect_tx") {
+        op == "mbarrier_arrive_expect_tx" || op == "mbarrier_arrive_remote" || op == "mbarrier_arrive_cluster") {
       require_arch(90, call->span, "mbarrier");
       auto* bar = as<BufferLoadNode>(call->args.at(0));
       if (!bar) fail(ErrorKind::Internal, call->span, "internal: " + op + " takes an mbarrier element");

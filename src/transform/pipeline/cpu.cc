@@ -6,6 +6,7 @@
 #include "transform/check_block_budget.h"
 #include "transform/check_buffer_bounds.h"
 #include "transform/check_register_bounds.h"
+#include "transform/check_cluster.h"
 #include "transform/check_tile_ops.h"
 #include "transform/legalize_safe_memory_access.h"
 #include "transform/lower_tile_ops.h"
@@ -19,6 +20,8 @@ PrimFunc lower_for_cpu(const PrimFunc& f, const Target& target) {
   std::vector<Pass> passes = {
       // User errors first, while the program still looks like what the user wrote.
       {"check_tile_ops", check_tile_ops},
+      // Clusters fit the target and the grid; multicasts and remote arrivals have a cluster.
+      {"check_cluster", [&](const PrimFunc& g) { return check_cluster(g, target); }},
       {"check_buffer_bounds", check_buffer_bounds},
       {"verify_cpu", verify_cpu},
       // Element accesses written by hand that may run past a global tensor get guards.

@@ -7,6 +7,7 @@
 #include "transform/check_buffer_bounds.h"
 #include "transform/check_register_bounds.h"
 #include "transform/check_thread_budget.h"
+#include "transform/check_cluster.h"
 #include "transform/check_tile_ops.h"
 #include "transform/inject_software_pipeline.h"
 #include "transform/fence_async_proxy.h"
@@ -24,6 +25,8 @@ namespace tl {
 PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
   std::vector<Pass> passes = {
       {"check_tile_ops", check_tile_ops},
+      // Clusters fit the target and the grid; multicasts and remote arrivals have a cluster.
+      {"check_cluster", [&](const PrimFunc& g) { return check_cluster(g, target); }},
       {"check_buffer_bounds", check_buffer_bounds},
       {"legalize_safe_memory_access", legalize_safe_memory_access},
       // T.Pipelined: copies run ahead into multi-buffered shared memory (cp.async).

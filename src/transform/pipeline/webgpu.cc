@@ -8,6 +8,7 @@
 #include "transform/check_buffer_bounds.h"
 #include "transform/check_register_bounds.h"
 #include "transform/check_thread_budget.h"
+#include "transform/check_cluster.h"
 #include "transform/check_tile_ops.h"
 #include "transform/insert_barriers.h"
 #include "transform/legalize_safe_memory_access.h"
@@ -20,6 +21,8 @@ namespace tl {
 PrimFunc lower_for_webgpu(const PrimFunc& f, const Target& target) {
   std::vector<Pass> passes = {
       {"check_tile_ops", check_tile_ops},
+      // Clusters fit the target and the grid; multicasts and remote arrivals have a cluster.
+      {"check_cluster", [&](const PrimFunc& g) { return check_cluster(g, target); }},
       {"check_buffer_bounds", check_buffer_bounds},
       {"legalize_safe_memory_access", legalize_safe_memory_access},
       // Barriers are placed at tile level, where every statement is one block-wide step.
