@@ -25,12 +25,16 @@ import tilelang.language as T
 # every implementation; each figure is the best of the list. Schedule "persistent" launches
 # one block per SM, each taking tiles in turn (T.Persistent), instead of one block per tile;
 # policy is T.gemm's warp policy (Square by default; FullRow puts the warpgroups along M).
+# Schedule "cluster" launches clusters of two blocks along N (T.Kernel(cluster_dims=)), the
+# same kernel otherwise: a compiler may multicast the A tile the two blocks share.
 CONFIGS_16BIT = [
     (128, 256, 64, 3, 256),
     (128, 256, 64, 4, 256),
     (256, 128, 64, 3, 256),
     (128, 256, 64, 4, 256, "grid", "FullRow"),
     (128, 256, 64, 3, 256, "persistent"),
+    (128, 256, 64, 4, 256, "cluster"),
+    (128, 256, 64, 4, 256, "cluster", "FullRow"),
 ]
 CONFIGS_8BIT = [
     (128, 256, 128, 3, 256),
@@ -38,6 +42,7 @@ CONFIGS_8BIT = [
     (256, 128, 128, 3, 256),
     (128, 256, 128, 4, 256, "grid", "FullRow"),
     (128, 256, 128, 3, 256, "persistent"),
+    (128, 256, 128, 4, 256, "cluster"),
 ]
 SQUARES = [2048, 4096, 8192, 16384]
 LLM_NK = [(4096, 4096), (7168, 7168), (14336, 4096), (4096, 14336), (28672, 4096)]
@@ -54,10 +59,11 @@ def matmul(M, N, K, block_M, block_N, block_K, num_stages, threads, schedule="gr
                                  policy)
     # "grid-smem": the result goes out through a shared tile, as upstream's examples write it.
     through_shared = schedule == "grid-smem"
+    cluster_dims = (2, 1, 1) if schedule == "cluster" else None
 
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads, cluster_dims=cluster_dims) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
@@ -126,10 +132,11 @@ def matmul_nt_fp8(M, N, K, block_M, block_N, block_K, num_stages, threads, sched
     if schedule == "persistent":
         return matmul_nt_fp8_persistent(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype,
                                         policy)
+    cluster_dims = (2, 1, 1) if schedule == "cluster" else None
 
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), "bfloat16")):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads, cluster_dims=cluster_dims) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_N, block_K), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)

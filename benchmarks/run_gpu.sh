@@ -5,7 +5,10 @@
 #   bash benchmarks/run_gpu.sh webgpu     (build, then only the webgpu suite and its GEMM)
 #   bash benchmarks/run_gpu.sh tests      (build and every suite, no benchmarks)
 #   bash benchmarks/run_gpu.sh hopper [--quick]  (build, the GEMM suites on cuda, then the GEMM
-#                                         sweep against cuBLAS / _scaled_mm and upstream TileLang)
+#                                         sweep against cuBLAS / _scaled_mm and upstream TileLang;
+#                                         SWEEP_ONLY=ours|upstream: that sweep only, none: the suites
+#                                         only; HOPPER_SWITCHES=a,b: the suites again with those
+#                                         switch pass configs forced)
 #   bash benchmarks/run_gpu.sh attention  (build, the torch / eager suites on cuda, then the
 #                                         FlashAttention sweep against cuDNN and upstream TileLang)
 # The webgpu suite runs too when `import wgpu` works. On a machine without the Vulkan
@@ -53,10 +56,25 @@ if [ "$ONLY" = attention ]; then
   exit 0
 fi
 if [ "$ONLY" = hopper ]; then
-  [ -n "${SWEEP_ONLY:-}" ] || echo "== Python GEMM suites on cuda"
-  [ -n "${SWEEP_ONLY:-}" ] || TILELANG_TEST_TARGETS=cuda timeout ${HOPPER_TEST_TIMEOUT:-900} $PY -m pytest -q -p no:cacheprovider tests/python/test_hopper.py \
-    tests/python/test_persistent.py tests/python/test_ws_regions.py tests/python/test_kernels.py tests/python/test_tensor_map.py tests/python/test_reliability.py > "$LOGS/pytest_hopper.log" 2>&1; tail -3 "$LOGS/pytest_hopper.log"
+  suites=yes; [ -n "${SWEEP_ONLY:-}" ] && [ "$SWEEP_ONLY" != none ] && suites=no
+  [ $suites = no ] || echo "== Python GEMM suites on cuda"
+  [ $suites = no ] || TILELANG_TEST_TARGETS=cuda timeout ${HOPPER_TEST_TIMEOUT:-900} $PY -m pytest -q -p no:cacheprovider tests/python/test_hopper.py \
+    tests/python/test_persistent.py tests/python/test_ws_regions.py tests/python/test_clusters.py tests/python/test_kernels.py tests/python/test_tensor_map.py tests/python/test_reliability.py > "$LOGS/pytest_hopper.log" 2>&1; tail -3 "$LOGS/pytest_hopper.log"
   grep -E "^(FAILED|ERROR)" "$LOGS/pytest_hopper.log" | head -30
+  if [ -n "${HOPPER_SWITCHES:-}" ] && [ $suites = yes ]; then
+    # The same suites with switch pass configs forced on every compiled kernel (e.g.
+    # tl.disable_tma_lower,tl.disable_warp_specialized): the paths without TMA / WS.
+    echo "== Python GEMM suites on cuda with $HOPPER_SWITCHES"
+    TILELANG_TEST_SWITCHES=$HOPPER_SWITCHES TILELANG_CACHE_DIR=/tmp/tilelang-cache-switches TILELANG_TEST_TARGETS=cuda \
+      timeout ${HOPPER_TEST_TIMEOUT:-900} $PY -m pytest -q -p no:cacheprovider tests/python/test_hopper.py \
+      tests/python/test_persistent.py tests/python/test_kernels.py tests/python/test_reliability.py \
+      > "$LOGS/pytest_hopper_switches.log" 2>&1; tail -3 "$LOGS/pytest_hopper_switches.log"
+    grep -E "^(FAILED|ERROR)" "$LOGS/pytest_hopper_switches.log" | head -30
+  fi
+  if [ "${SWEEP_ONLY:-}" = none ]; then  # the suites only
+    (cd "$LOGS" && tar -czf logs.tgz --remove-files $(ls | grep -v -e '^logs.tgz$'))
+    exit 0
+  fi
   echo "== GEMM sweep: ours"
   export GEMM_SWEEP_DUMP=$LOGS/kernel
   [ "${SWEEP_ONLY:-}" = upstream ] || timeout ${SWEEP_TIMEOUT:-1800} $PY benchmarks/gemm_sweep.py --label ours --refs ${2:-} > "$LOGS/sweep_ours.jsonl" 2> "$LOGS/sweep_ours.err"

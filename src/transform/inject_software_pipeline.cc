@@ -99,14 +99,6 @@ bool mentions_any(const Expr& e, const std::unordered_set<const VarNode*>& vars)
   return found;
 }
 
-bool contains_call(const Stmt& s, const std::string& op) {
-  bool found = false;
-  for_each_expr(s, [&](const ExprNode* n) {
-    if (auto* c = dynamic_cast<const CallNode*>(n)) found = found || c->op == op;
-  });
-  return found;
-}
-
 bool contains_gemm(const Stmt& s) {
   struct Find : IRVisitor {
     bool found = false;
@@ -433,11 +425,9 @@ class SoftwarePipeline : public IRMutator {
     }
     if (mentions_any(loop->min, varying) || mentions_any(loop->extent, varying))
       uneven = "the loop's range depends on the block index";
-    // T.use_swizzle renumbers the blocks: the cluster's blocks no longer share an index.
-    bool renumbered = contains_call(kernel_->body, "use_swizzle");
+    // (T.use_swizzle moves whole clusters in a cluster kernel: the reasoning holds there too.)
     no_multicast_ = !no_tma.empty()     ? "no TMA pipeline"
                     : !uneven.empty()   ? uneven
-                    : renumbered        ? "T.use_swizzle renumbers the blocks"
                                         : "no copied tile is the same in all blocks of the cluster (multicast within "
                                           "rows or columns of a 2-D cluster is not supported yet)";
     for (size_t k = 0; k < stmts.size(); ++k) {
@@ -454,7 +444,7 @@ class SoftwarePipeline : public IRMutator {
         masks[k] = attr_int(*op, "cluster_mask", 0);
         continue;
       }
-      if (!no_tma.empty() || !uneven.empty() || renumbered) continue;
+      if (!no_tma.empty() || !uneven.empty()) continue;
       bool same = true;
       for (auto& rg : op->regions[0].ranges) same = same && !mentions_any(rg.min, varying) && !mentions_any(rg.extent, varying);
       if (same) masks[k] = (int64_t(1) << kernel_->cluster_size()) - 1;

@@ -170,3 +170,17 @@ def pytest_runtest_makereport(item, call):
         reason = str(err).split("not supported on webgpu: ", 1)[1].splitlines()[0]
         report.outcome = "skipped"
         report.longrepr = (str(item.fspath), item.location[1] or 0, f"Skipped: not supported on webgpu: {reason}")
+
+
+@pytest.fixture(autouse=True)
+def _forced_switches(monkeypatch):
+    """TILELANG_TEST_SWITCHES=tl.disable_tma_lower,tl.disable_warp_specialized runs every
+    kernel that tilelang.compile builds with those switch pass configs set too (the GPU
+    suites are run once so, to check the paths without TMA or warp specialisation). Tests
+    that lower with switches of their own are not affected."""
+    forced = [s for s in os.environ.get("TILELANG_TEST_SWITCHES", "").split(",") if s]
+    if not forced:
+        return
+    from tilelang.jit import backends
+    plain = backends.switches
+    monkeypatch.setattr(backends, "switches", lambda pass_configs: sorted(set(plain(pass_configs)) | set(forced)))

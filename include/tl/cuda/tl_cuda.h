@@ -432,6 +432,24 @@ TL_DEVICE void rasterize(int& x, int& y) {
   y = kByCols ? across : down;
 }
 
+// The same order over the clusters of a cluster kernel (kCx x kCy blocks each, the grid a
+// multiple of them): clusters take the places of blocks, panels kPanel blocks high rounded
+// up to whole clusters, and each block keeps its place within its cluster, so the blocks of
+// a cluster still share their row (or column) of tiles.
+template <int kPanel, bool kByCols, int kCx, int kCy>
+TL_DEVICE void rasterize_cluster(int& x, int& y) {
+  constexpr int kRows = kByCols ? (kPanel + kCx - 1) / kCx : (kPanel + kCy - 1) / kCy;
+  const unsigned int gx = kByCols ? gridDim.y / kCy : gridDim.x / kCx;
+  const unsigned int gy = kByCols ? gridDim.x / kCx : gridDim.y / kCy;
+  const unsigned int cx = blockIdx.x / kCx, cy = blockIdx.y / kCy;
+  const unsigned int id = kByCols ? cy + cx * gx : cx + cy * gx;
+  const unsigned int per_panel = kRows * gx, panel = id / per_panel, offset = id % per_panel;
+  const unsigned int rows = min(static_cast<unsigned int>(kRows), gy - panel * kRows);
+  const int across = static_cast<int>(offset / rows), down = static_cast<int>(panel * kRows + offset % rows);
+  x = (kByCols ? down : across) * kCx + static_cast<int>(blockIdx.x % kCx);
+  y = (kByCols ? across : down) * kCy + static_cast<int>(blockIdx.y % kCy);
+}
+
 // ------------------------------------------------------------------ tensor cores
 
 // ldmatrix.x4: four 8x8 matrices of 16-bit elements from shared memory; lane l gives the

@@ -435,8 +435,13 @@ class CodeGenCUDA : public Emitter {
     if (swizzle && k->block_vars.size() >= 2) {
       std::string bx = names_.fresh(k->block_vars[0]->name), by = names_.fresh(k->block_vars[1]->name);
       line("int32_t " + bx + ", " + by + ";");
-      line("tl::rasterize<" + std::to_string(const_arg(swizzle, 0, "panel size")) + ", " +
-           (const_arg(swizzle, 1, "order") ? "true" : "false") + ">(" + bx + ", " + by + ");");
+      std::string order = const_arg(swizzle, 1, "order") ? "true" : "false";
+      std::string panel = std::to_string(const_arg(swizzle, 0, "panel size"));
+      if (k->cluster.empty())
+        line("tl::rasterize<" + panel + ", " + order + ">(" + bx + ", " + by + ");");
+      else  // whole clusters move: their blocks keep sharing a row or column of tiles
+        line("tl::rasterize_cluster<" + panel + ", " + order + ", " + std::to_string(k->cluster[0]) + ", " +
+             std::to_string(k->cluster[1]) + ">(" + bx + ", " + by + ");");
       for (int d = 0; d < 2; ++d) {
         var_names_[k->block_vars[d].get()] = d ? by : bx;
         nonneg_.insert(k->block_vars[d].get());
