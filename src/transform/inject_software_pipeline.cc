@@ -223,6 +223,10 @@ class SoftwarePipeline : public IRMutator {
     Stmt body = mutate(n->body);
     enclosing_.pop_back();
     if (n->for_kind != ForKind::Pipelined) return body == n->body ? s : with_loop_body(n, body, n->for_kind, n->attrs);
+    if (const int64_t* trips = const_int(n->extent); trips && *trips <= 0) {
+      report.push_back(n->span.str() + ": T.Pipelined never runs (its trip count is " + std::to_string(*trips) + ")");
+      return make_seq({}, n->span);
+    }
     int64_t stages = 1;
     auto st = n->attrs.find("num_stages");
     if (st != n->attrs.end() && std::holds_alternative<int64_t>(st->second)) stages = std::get<int64_t>(st->second);
@@ -486,9 +490,12 @@ class SoftwarePipeline : public IRMutator {
       if (is_producer[i]) last_staged_.push_back(as<TileOpNode>(stmts[i])->regions[1].buffer->name);
     for (auto& [old, fresh] : staged) staged_[old] = fresh;
     std::string no_tma = why_not_tma(stmts, is_producer);
-    // A constant trip count below 2 has nothing to overlap, and the simplifier removes such
-    // a loop, which the warp-specialised form must keep (its roles are split per loop).
-    if (const int64_t* trips = const_int(loop->extent); trips && *trips < 2)
+    // A constant trip count below 2 has nothing to overlap; but a multicast the program
+    // asked for is issued by the TMA pipeline, which takes a loop of one iteration too.
+    bool asked_multicast = false;
+    for (size_t i = 0; i < stmts.size(); ++i)
+      asked_multicast = asked_multicast || (is_producer[i] && as<TileOpNode>(stmts[i])->attrs.count("cluster_mask"));
+    if (const int64_t* trips = const_int(loop->extent); trips && (*trips < 1 || (*trips == 1 && !asked_multicast)))
       no_tma = "the loop runs " + std::to_string(*trips) + " time(s)";
     last_tma_ = no_tma.empty();
     std::vector<int64_t> masks = multicast_masks(loop, stmts, is_producer, no_tma);

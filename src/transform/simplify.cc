@@ -81,7 +81,9 @@ class Simplifier : public IRMutator {
     Expr min = mutate(n->min), extent = mutate(n->extent);
     ConstIntBound extent_bound = an_.const_int_bound(extent);
     if (extent_bound.max <= 0) return nullptr;  // never runs
-    if (const int64_t* e = const_int(extent); e && *e == 1) {
+    // A warp-specialised pipeline keeps its loop even for one iteration: its roles are
+    // split per loop.
+    if (const int64_t* e = const_int(extent); e && *e == 1 && !n->attrs.count("ws_pipeline")) {
       Stmt body = substitute(n->body, {{n->var.get(), min}});
       return mutate(body);
     }

@@ -18,7 +18,7 @@ from tilelang.errors import TileLangPerformanceWarning
 
 from kernels.gemm import matmul
 from sass import sass_of
-from sm90 import require_sm90
+from sm90 import hopper_path_forced_off, require_sm90
 
 SM90 = "cuda -arch=sm_90a"
 
@@ -414,7 +414,7 @@ def test_tma_pipeline_trip_counts(target, rng, num_stages):
     M, N = 128, 128
     kernel = tilelang.compile(matmul(M, N, T.dynamic("k"), 128, 128, 64, in_dtype="float16", transpose_A=True,
                                      num_stages=num_stages), out_idx=[2], target=target)
-    assert "pipelined by a TMA producer warpgroup" in kernel.get_lowering_report()
+    assert hopper_path_forced_off() or "pipelined by a TMA producer warpgroup" in kernel.get_lowering_report()
     for k in (0, 1, 64, 100, 128, 192, 256, 320, 1000):
         a = rng.uniform(-1, 1, (k, M)).astype(np.float16)
         b = rng.uniform(-1, 1, (k, N)).astype(np.float16)
@@ -588,7 +588,7 @@ def test_attention_on_the_hopper_path_numerics(target, rng, case):
     b, h, s, d = 2, 2, 512, 128
     kernel = tilelang.compile(flash_attention_fwd(b, h, s, d, causal, block_M=bm, block_N=bn, num_stages=stages,
                                                   threads=threads), out_idx=[3], target=target)
-    assert "warp specialised" in kernel.get_lowering_report()
+    assert hopper_path_forced_off() or "warp specialised" in kernel.get_lowering_report()
     q, k, v = (rng.standard_normal((b, s, h, d)).astype(np.float16) for _ in range(3))
     out = np.asarray(kernel(q, k, v)).astype(np.float64)
     ref = _attention_reference(q, k, v, causal)

@@ -13,7 +13,7 @@ from tilelang.errors import TileLangTypeError
 
 from kernels.persistent import matmul_persistent, tile_visits
 from sass import sass_of
-from sm90 import require_sm90
+from sm90 import hopper_path_forced_off, require_sm90
 
 SM90 = "cuda -arch=sm_90a"
 
@@ -176,7 +176,7 @@ def test_persistent_tma_pipeline_trip_counts(target, rng, num_stages):
     kernel = tilelang.compile(matmul_persistent(M, N, T.dynamic("k"), 5, transpose_A=True, num_stages=num_stages,
                                                 out_dtype="float32"),
                               out_idx=[2], target=target)
-    assert "pipelined by a TMA producer warpgroup" in kernel.get_lowering_report()
+    assert hopper_path_forced_off() or "pipelined by a TMA producer warpgroup" in kernel.get_lowering_report()
     for k in (0, 1, 64, 100, 128, 192, 256, 320, 1000):
         a = rng.uniform(-1, 1, (k, M)).astype(np.float16)
         b = rng.uniform(-1, 1, (k, N)).astype(np.float16)
@@ -196,7 +196,7 @@ def test_persistent_gemm_on_the_hopper_path(target, rng, M, N, K, blocks, stages
     kernel = tilelang.compile(matmul_persistent(M, N, K, blocks, block_M=128, block_N=256 if not epilogue_shared else 128,
                                                 dtype="bfloat16", num_stages=stages, epilogue_shared=epilogue_shared),
                               out_idx=[2], target=target)
-    assert "warp specialised" in kernel.get_lowering_report()
+    assert hopper_path_forced_off() or "warp specialised" in kernel.get_lowering_report()
     a = rng.uniform(-1, 1, (M, K)).astype(ml_dtypes.bfloat16)
     b = rng.uniform(-1, 1, (K, N)).astype(ml_dtypes.bfloat16)
     c = np.asarray(kernel(a, b)).astype(np.float64)
