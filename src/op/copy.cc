@@ -72,6 +72,8 @@ Stmt lower_copy_threads(const TileOpNode& op, ThreadContext& ctx) {
          "put the copy in a T.Pipelined loop whose T.gemm reads the tile, or multicast by hand with "
          "T.tma_copy(..., cluster_mask=...) and your own barrier");
   if (ctx.layouts.tma_stores.count(&op)) return lower_copy_tma_store(op, ctx);
+  if (attr_int(op, "tma_store", 0))
+    fail(ErrorKind::Internal, op.span, "internal: T.tma_copy's store was not planned as a TMA store");
   const BufferRegion& src = op.regions[0];
   const BufferRegion& dst = op.regions[1];
   const TilePartition *ls = ctx.layout_of(src.buffer), *ld = ctx.layout_of(dst.buffer);

@@ -148,7 +148,8 @@ Stmt lower_copy_tma_store(const TileOpNode& op, ThreadContext& ctx) {
   Span sp = op.span;
   std::vector<Stmt> issue = tma_boxes("tma_store", op.regions.at(1), op.regions.at(0), make_int(0), ctx, sp);
   issue.push_back(call_stmt("tma_store_commit", {}, sp));
-  issue.push_back(call_stmt("tma_store_wait_read", {make_int(0)}, sp));
+  // T.tma_copy's store leaves the group in flight: the program waits (T.tma_store_wait).
+  if (!attr_int(op, "by_hand", 0)) issue.push_back(call_stmt("tma_store_wait_read", {make_int(0)}, sp));
   return std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, ctx.thread, make_int(0), sp), make_seq(issue, sp),
                                           nullptr, sp);
 }

@@ -29,7 +29,7 @@ bool leaves_shared_to_async_proxy(const std::string& op) {
                                             "mbarrier_wait", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
                                             "mbarrier_arrive_cluster", "mbarrier_arrive_remote",
                                             "mbarrier_expect_tx", "ldmatrix", "fence_proxy_async", "wgmma_desc",
-                                            "tma_store", "tma_store_commit", "tma_store_wait_read"};
+                                            "tma_store", "tma_store_commit", "tma_store_wait_read", "tma_store_wait"};
   return ops.count(op) > 0;
 }
 

@@ -251,6 +251,11 @@ class LayoutInference : public IRVisitor {
     }
     // A shared tile stored to global memory by TMA: panels one swizzle width wide, each a
     // box (a tile that is also a gemm operand or has a layout by hand keeps its stores).
+    // T.tma_copy's stores (by hand) must be TMA stores: where they cannot, the reason.
+    bool by_hand_store = strict_ && n->op == "copy" && attr_int(*n, "tma_store", 0);
+    if (by_hand_store)
+      if (std::string why = why_not_tma_store(*n, target_); !why.empty())
+        fail(ErrorKind::Unsupported, n->span, "T.tma_copy: " + why, "use T.copy, which picks a mechanism that can take it");
     if (strict_ && n->op == "copy" && n->regions.size() == 2 && n->regions[0].buffer->is_shared() &&
         n->regions[1].buffer->is_global() && why_not_tma_store(*n, target_).empty()) {
       const Buffer& b = n->regions[0].buffer;
@@ -262,6 +267,11 @@ class LayoutInference : public IRVisitor {
       if (!claimed && mode != SwizzleMode::None && (it == swizzled_.end() || it->second == want)) {
         swizzled_[b.get()] = want;
         tma_stores_.insert(n);
+      } else if (by_hand_store) {
+        fail(ErrorKind::Unsupported, n->span,
+             "T.tma_copy: " + b->name + " is stored in a layout the TMA store cannot read (" +
+                 (claimed ? "a T.gemm operand or a layout given by hand" : "another TMA copy's swizzle") + ")",
+             "store a tile of its own by T.tma_copy, or use T.copy");
       }
     }
     if (strict_ && n->op == "annotate_layout" && n->regions.size() == 1) {

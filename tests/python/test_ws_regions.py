@@ -192,7 +192,7 @@ def test_tma_copy_by_hand_loads_by_tma():
 
 @pytest.mark.parametrize("source, message", [
     ("stride", "T.tma_copy: A's stride along dimension 0 is known only at run time (TMA needs multiples of 16 bytes)"),
-    ("store", "T.tma_copy: only global -> shared loads are supported"),
+    ("store", "T.tma_copy: a store takes no barrier and no cluster_mask"),
     ("barrier", "T.tma_copy: a load needs barrier="),
     ("cpu", "T.tma_copy is not supported on target cpu: TMA needs sm_90a"),
 ])
@@ -332,3 +332,54 @@ def test_cluster_dims(dims, clustered):
 
     source = _C.codegen(_C.lower(build().handle, SM90), SM90)
     assert ("__cluster_dims__(2, 1, 1)" in source) == clustered
+
+
+def tma_store_by_hand(M, N, block_M=64, block_N=64, dtype="float16"):
+    """B = 2 A: each block doubles its tile in shared memory and stores it by T.tma_copy,
+    then waits for the store (T.tma_store_wait) before the block ends."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            S = T.alloc_shared((block_M, block_N), dtype)
+            T.copy(A[by * block_M, bx * block_N], S)
+            for i, j in T.Parallel(block_M, block_N):
+                S[i, j] = S[i, j] * 2
+            T.tma_copy(S, B[by * block_M, bx * block_N])
+            T.tma_store_arrive()
+            T.tma_store_wait(0, read=False)
+
+    return main
+
+
+def test_tma_copy_store_sass():
+    """The store is issued by one thread and committed, its wait is the program's own
+    (UTMASTG, then the bulk wait the program asked for, without .read)."""
+    sass, usage, report = sass_of(tma_store_by_hand(256, 256))
+    assert "UTMASTG.2D" in sass and "LDL" not in sass
+    assert "by TMA store (cp.async.bulk.tensor" in report
+    source = _C.codegen(_C.lower(tma_store_by_hand(256, 256).handle, SM90), SM90)
+    assert source.count("tl::tma_store_wait<0>()") == 1 and "tma_store_wait_read" not in source
+
+
+def test_tma_copy_store_that_tma_cannot_take():
+    @T.prim_func
+    def main(A: T.Tensor((256, 256), "float16"), B: T.Tensor((256, 256), "float16")):
+        with T.Kernel(4, threads=128) as bx:
+            S = T.alloc_shared((64, 8), "float16")
+            T.copy(A[bx * 64, 0], S)
+            T.tma_copy(S, B[bx * 64, 0])
+
+    with pytest.raises(TileLangUnsupportedError, match="T.tma_copy: a TMA box needs at most 256 rows of a multiple "
+                                                       "of 32 bytes"):
+        _C.lower(main.handle, SM90)
+    with pytest.raises(TileLangUnsupportedError, match="T.tma_copy: TMA needs sm_90a"):
+        _C.lower(main.handle, "cuda -arch=sm_80")
+
+
+def test_tma_copy_store_numerics(target, rng):
+    require_sm90(target)
+    M, N = 192, 320
+    kernel = tilelang.compile(tma_store_by_hand(M, N), out_idx=[1], target=target)
+    a = rng.uniform(-1, 1, (M, N)).astype(np.float16)
+    np.testing.assert_array_equal(np.asarray(kernel(a)), a * np.float16(2))

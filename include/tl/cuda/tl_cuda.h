@@ -714,6 +714,11 @@ template <int kGroups>
 TL_DEVICE void tma_store_wait_read() {
   TL_SM90("cp.async.bulk.wait_group.read %0;\n" ::"n"(kGroups) : "memory");
 }
+// The same, until the stores' writes to global memory have completed too.
+template <int kGroups>
+TL_DEVICE void tma_store_wait() {
+  TL_SM90("cp.async.bulk.wait_group %0;\n" ::"n"(kGroups) : "memory");
+}
 
 // Warpgroup register budgets: the whole warpgroup moves to kRegs registers per thread.
 template <int kRegs, bool kIncrease>

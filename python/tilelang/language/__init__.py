@@ -11,7 +11,8 @@ from ..layout import Fragment, Layout
 from .hopper import (alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive,
                      barrier_wait, create_list_of_mbarrier, dec_max_nreg, disable_warp_group_reg_alloc,
                      fence_proxy_async, get_mbarrier, inc_max_nreg, mbarrier_arrive, mbarrier_arrive_expect_tx,
-                     mbarrier_expect_tx, mbarrier_wait_parity, no_set_max_nreg, set_max_nreg, sync_threads, ws)
+                     mbarrier_expect_tx, mbarrier_wait_parity, no_set_max_nreg, set_max_nreg, sync_threads,
+                     tma_store_arrive, tma_store_wait, ws)
 from .cluster import (alloc_cluster_barrier, block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed,
                       cluster_sync, cluster_wait, copy_cluster)
 from .kernel import ClusterKernel, Kernel, get_thread_binding, get_thread_bindings, use_swizzle, wait_wgmma

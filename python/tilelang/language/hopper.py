@@ -222,3 +222,17 @@ def sync_threads(barrier_id=None, arrive_count=None):
                              f"T.sync_threads: arrive_count must be a multiple of 32 in 32..{threads} "
                              f"(the block's threads), got {count}")
     _stmt("named_barrier_sync", [_C.const(bid, "int32"), _C.const(count, "int32")])
+
+
+def tma_store_arrive():
+    """Commits this thread's TMA stores issued so far as one bulk group
+    (cp.async.bulk.commit_group; T.tma_copy's stores commit their own)."""
+    _stmt("tma_store_commit", [])
+
+
+def tma_store_wait(count: int = 0, read: bool = True):
+    """Waits until at most `count` bulk groups of this thread's TMA stores are in flight: with
+    read=True until they have read their shared tiles (which may then be written again),
+    else until their writes to global memory are done."""
+    _int("tma_store_wait", "count", count)
+    _stmt("tma_store_wait_read" if read else "tma_store_wait", [count])

@@ -66,7 +66,9 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
 
 def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=None, eviction_policy=None,
              annotations=None):
-    """A TMA load by hand (sm_90a), as upstream: the first of the executing threads (of the
+    """A TMA copy by hand (sm_90a), as upstream. A store (shared -> global): the first of the
+    executing threads issues the boxes and commits them as one bulk group, left in flight;
+    T.tma_store_wait() waits for them before the tile is written again. A load: the first of the executing threads (of the
     T.ws region, else of the block) adds the tile's bytes to `barrier`'s current phase
     (expect_tx, no arrival) and issues cp.async.bulk.tensor into the shared tile; the
     program arrives on the barrier (T.barrier_arrive) and waits for it
@@ -80,6 +82,20 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
     the tile's earlier contents (T.cluster_sync) before the multicast is issued."""
     from .hopper import _barrier
     unsupported = _builder.error_cls("TileLangUnsupportedError")
+    if isinstance(src, (Buffer, Region)) or (is_expr(src) and src.kind == "BufferLoad"):
+        src_scope = (src if isinstance(src, Buffer) else src.buffer if isinstance(src, Region)
+                     else Buffer(_C.load_parts(src)[0])).scope
+        if src_scope in ("shared", "shared.dyn"):
+            # A store: shared -> global, issued and committed, left in flight.
+            if barrier is not None or cluster_mask is not None:
+                raise _builder.error(TileLangTypeError, "T.tma_copy: a store takes no barrier and no cluster_mask",
+                                     "wait for the store with T.tma_store_wait()")
+            src_r = _as_region(src, _extents(dst), "T.tma_copy", "source")
+            dst_r = _as_region(dst, [e for _, e in src_r.ranges], "T.tma_copy", "destination")
+            if dst_r.buffer.scope != "global":
+                raise _builder.error(unsupported, "T.tma_copy: a store from shared memory goes to a global tensor")
+            _emit("copy", [src_r, dst_r], [], {"tma_store": 1, "by_hand": 1})
+            return
     attrs = {"tma": 1, "by_hand": 1}
     if cluster_mask is not None:
         from .cluster import _cluster_mask

@@ -603,6 +603,7 @@ class CodeGenCUDA : public Emitter {
            op == "no_set_max_nreg" || op == "wgmma" ||
            op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async" ||
            op == "tma_load" || op == "tma_store" || op == "tma_store_commit" || op == "tma_store_wait_read" ||
+           op == "tma_store_wait" ||
            op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" ||
            op == "mbarrier_arrive_expect_tx" || op == "mbarrier_init_all" ||
            op == "mbarrier_wait" || op == "set_max_nreg" || op == "named_barrier_sync" || op == "ws_role" ||
@@ -981,11 +982,13 @@ class CodeGenCUDA : public Emitter {
       return;
     }
     if (op == "tma_store_commit") {
+      require_arch(90, call->span, "TMA");
       line("tl::tma_store_commit();");
       return;
     }
-    if (op == "tma_store_wait_read") {
-      line("tl::tma_store_wait_read<" + std::to_string(const_arg(call, 0, "group count")) + ">();");
+    if (op == "tma_store_wait_read" || op == "tma_store_wait") {
+      require_arch(90, call->span, "TMA");
+      line("tl::" + op + "<" + std::to_string(const_arg(call, 0, "group count")) + ">();");
       return;
     }
     if (op == "mbarrier_init_all") {
