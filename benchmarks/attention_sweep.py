@@ -45,7 +45,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--label", required=True)
     ap.add_argument("--refs", action="store_true")
+    ap.add_argument("--pass-configs", default="{}", help="JSON dict of pass configs for every kernel")
     args = ap.parse_args()
+    pass_configs = json.loads(args.pass_configs)
     os.environ["TILELANG_DISABLE_CACHE"] = "1"
     if hasattr(tilelang, "disable_cache"):
         tilelang.disable_cache()
@@ -70,7 +72,7 @@ def main():
                 t0 = time.perf_counter()
                 kern = tilelang.compile(flash_attention_fwd(b, h, s, d, causal, block_M=bm, block_N=bn,
                                                             num_stages=stages, threads=threads),
-                                        out_idx=[-1], target="cuda")
+                                        out_idx=[-1], target="cuda", **({"pass_configs": pass_configs} if pass_configs else {}))
                 compile_s = time.perf_counter() - t0
                 err = rel_err(kern(q, k, v), expected)
                 ms = bench(lambda: kern(q, k, v))

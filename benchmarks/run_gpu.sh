@@ -45,6 +45,11 @@ if [ "$ONLY" = attention ]; then
   echo "== attention sweep: ours"
   ATTENTION_SWEEP_DUMP=$LOGS/kernel.attention.ours.cu timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_sweep.py \
     --label ours --refs > "$LOGS/attention_ours.jsonl" 2> "$LOGS/attention_ours.err"; tail -2 "$LOGS/attention_ours.err"
+  if [ -n "${ATTENTION_OURS_ALSO:-}" ]; then  # ours again with these pass configs (JSON), for comparison
+    timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_sweep.py --label ours_also --pass-configs "$ATTENTION_OURS_ALSO" \
+      > "$LOGS/attention_ours_also.jsonl" 2> "$LOGS/attention_ours_also.err"; tail -2 "$LOGS/attention_ours_also.err"
+    $PY benchmarks/hopper_table.py "$LOGS/attention_ours_also.jsonl" /dev/null | tee "$LOGS/attention_table_also.txt"
+  fi
   if [ -f .ref/tl_site.tar.xz ]; then
     echo "== attention sweep: upstream TileLang"
     mkdir -p /tmp/tlref && tar -C /tmp/tlref -xJf .ref/tl_site.tar.xz
@@ -53,6 +58,7 @@ if [ "$ONLY" = attention ]; then
     tail -2 "$LOGS/attention_upstream.err"
   fi
   $PY benchmarks/hopper_table.py "$LOGS/attention_ours.jsonl" "$LOGS/attention_upstream.jsonl" | tee "$LOGS/attention_table.txt"
+  (cd "$LOGS" && tar -czf attention_logs.tgz --remove-files $(ls | grep -v -e '^attention_table.*txt$' -e '\.tgz$'))
   exit 0
 fi
 if [ "$ONLY" = hopper ]; then

@@ -69,19 +69,14 @@ int64_t eval_int(const Expr& e, const std::unordered_map<std::string, int64_t>& 
 
 void bind_compiler(nb::module_& m) {
   m.def("normalise_target", [](const std::string& s) { return Target::parse(s).str(); });
-  // switches: the pass configs that are set (tl.disable_wgmma, tl.disable_tma_lower,
-  // tl.disable_warp_specialized).
+  // switches: the switch pass configs that are set (Target::set_switch).
   // limits: the device's own, where the runtime knows them (a WebGPU adapter's), in place of
   // the target's defaults: max_threads_per_block, max_threads_per_dim (3 ints), max_grid
   // (3 ints), max_shared_bytes.
   m.def("lower", [](const PyFunc& f, const std::string& target, const std::vector<std::string>& switches,
                     nb::handle limits) {
     Target t = Target::parse(target);
-    for (auto& s : switches) {
-      if (s == "tl.disable_wgmma") t.disable_wgmma = true;
-      if (s == "tl.disable_tma_lower") t.disable_tma = true;
-      if (s == "tl.disable_warp_specialized") t.disable_warp_specialized = true;
-    }
+    for (auto& s : switches) t.set_switch(s);
     if (!limits.is_none()) {
       nb::dict d = nb::cast<nb::dict>(limits);
       for (auto [key, value] : d) {

@@ -85,11 +85,7 @@ void bind_layouts(nb::module_& m) {
   // program order, a list of dicts: one per fragment, then one per swizzled shared buffer.
   m.def("kernel_layouts", [](const PyFunc& f, const std::string& target, const std::vector<std::string>& switches) {
     Target t = Target::parse(target);
-    for (auto& s : switches) {
-      if (s == "tl.disable_wgmma") t.disable_wgmma = true;
-      if (s == "tl.disable_tma_lower") t.disable_tma = true;
-      if (s == "tl.disable_warp_specialized") t.disable_warp_specialized = true;
-    }
+    for (auto& s : switches) t.set_switch(s);
     nb::list out;
     if (t.kind != "cuda" && t.kind != "webgpu") return out;  // the CPU back end has no thread layouts
     ObserveLayouts observe([&](const KernelNode&, const KernelLayouts& layouts) {

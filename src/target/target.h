@@ -27,6 +27,11 @@ struct Target {
   bool disable_wgmma = false;
   bool disable_tma = false;
   bool disable_warp_specialized = false;
+  // tl.disable_warpgroup_pingpong: two consumer warpgroups do not take turns on the tensor
+  // cores (transform/pingpong_warpgroups.h).
+  bool disable_pingpong = false;
+  // Sets the switch a pass config names; false for a name that is not a switch.
+  bool set_switch(const std::string& name);
 
   // Parses a target string: "cpu" (aliases "c", "llvm"), "cuda", "cuda -arch=sm_90a",
   // "webgpu", "webgpu -subgroup=32".

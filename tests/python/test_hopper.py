@@ -543,6 +543,37 @@ def test_warp_specialisation_takes_a_named_barrier_the_kernel_leaves_free():
     assert 1 in ids and len(ids) >= 2, ids  # the kernel's own 1 and the pass's other one
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_warpgroups_take_turns(causal):
+    """Two consumer warpgroups that share no barrier in the loop take turns on the tensor
+    cores: each wgmma group waits on its warpgroup's named barrier (BAR.SYNC) and passes the
+    turn once committed (BAR.ARV); warpgroup 1 passes first and warpgroup 0 takes the last
+    pass after the loop. tl.disable_warpgroup_pingpong leaves them in lockstep; a GEMM's
+    loop (wgmma alone) and one warpgroup are left as they are."""
+    sys.path.insert(0, __import__("os").path.dirname(__file__))
+    from kernels.attention import flash_attention_fwd
+    func = flash_attention_fwd(1, 2, 512, 128, causal, block_M=128, block_N=128, num_stages=2, threads=256)
+    lowered = _C.lower(func.handle, SM90)
+    assert "the two consumer warpgroups take turns on the tensor cores (2 wgmma group(s) per iteration" \
+        in lowered.lowering_report()
+    source = _C.codegen(lowered, SM90)
+    loop = source[source.index("tl::warpgroup_turn_first("):source.index("tl::warpgroup_turn_last(")]
+    assert loop.count("tl::warpgroup_turn_wait(") == 2 and loop.count("tl::warpgroup_turn_pass(") == 2
+    # Each pass follows its group's commit, each wait comes before its group's fence.
+    assert loop.index("tl::warpgroup_turn_wait(") < loop.index("tl::wgmma_fence();") < \
+        loop.index("tl::wgmma_commit();") < loop.index("tl::warpgroup_turn_pass(")
+    sass, usage, report = sass_of(func)
+    assert "BAR.ARV" in sass and "BAR.SYNC" in sass and "LDL" not in sass
+    off = _C.lower(func.handle, SM90, ["tl.disable_warpgroup_pingpong"])
+    assert "take turns" not in off.lowering_report()
+    assert "warpgroup_turn" not in _C.codegen(off, SM90)
+    one = flash_attention_fwd(1, 2, 512, 64, causal, block_M=64, block_N=64, num_stages=2, threads=128)
+    assert "take turns" not in _C.lower(one.handle, SM90).lowering_report()
+    gemm = matmul(1024, 1024, 1024, block_M=128, block_N=256, block_K=64, in_dtype="bfloat16", num_stages=3,
+                  threads=256)
+    assert "take turns" not in _C.lower(gemm.handle, SM90).lowering_report()
+
+
 # (block_M, block_N, num_stages, threads, causal): the attention kernel's Hopper forms; the
 # causal trip count is a let (bx + 1) around the pipelined loop, so the statements around
 # that scope must also run on the consumer threads only.

@@ -609,7 +609,9 @@ class CodeGenCUDA : public Emitter {
            op == "mbarrier_wait" || op == "set_max_nreg" || op == "named_barrier_sync" || op == "ws_role" ||
            op == "wait_wgmma" || op == "tma_load_multicast" || op == "cluster_arrive" ||
            op == "cluster_arrive_relaxed" || op == "cluster_wait" || op == "cluster_sync" ||
-           op == "fence_barrier_init" || op == "mbarrier_arrive_remote" || op == "mbarrier_arrive_cluster";
+           op == "fence_barrier_init" || op == "mbarrier_arrive_remote" || op == "mbarrier_arrive_cluster" ||
+           op == "warpgroup_turn_wait" || op == "warpgroup_turn_pass" || op == "warpgroup_turn_first" ||
+           op == "warpgroup_turn_last";
   }
 
   Code float_min_max(bool is_max, DataType t, const Code& a, const Code& b, Span span) override {
@@ -1027,6 +1029,11 @@ class CodeGenCUDA : public Emitter {
       require_arch(90, call->span, "setmaxnreg");
       line("tl::set_max_nreg<" + std::to_string(const_arg(call, 0, "registers")) + ", " +
            (const_arg(call, 1, "increase") ? "true" : "false") + ">();");
+      return;
+    }
+    if (op == "warpgroup_turn_wait" || op == "warpgroup_turn_pass" || op == "warpgroup_turn_first" ||
+        op == "warpgroup_turn_last") {
+      line("tl::" + op + "(" + std::to_string(const_arg(call, 0, "barrier id")) + ");");
       return;
     }
     if (op == "named_barrier_sync") {

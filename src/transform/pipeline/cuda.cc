@@ -16,6 +16,7 @@
 #include "transform/plan_shared_memory.h"
 #include "transform/warp_specialize.h"
 #include "transform/lower_to_threads.h"
+#include "transform/pingpong_warpgroups.h"
 #include "transform/pass.h"
 #include "transform/simplify.h"
 #include "transform/stage_epilogue.h"
@@ -48,6 +49,8 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       // A TMA pipeline's producer gets a warpgroup of its own (the block grows by 128
       // threads; the code above was made and checked for the consumers' thread range).
       {"warp_specialize", warp_specialize},
+      // Two independent consumer warpgroups take turns on the tensor cores (ping-pong).
+      {"pingpong_warpgroups", [&](const PrimFunc& g) { return pingpong_warpgroups(g, target); }},
       // Every mbarrier wait of the pipeline has its arrivals, for any trip count.
       {"check_barrier_protocol", check_barrier_protocol},
       // wgmma reads shared memory through the async proxy: writers fence before barriers.

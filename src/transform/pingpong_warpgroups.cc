@@ -1,0 +1,144 @@
+#include "transform/pingpong_warpgroups.h"
+
+#include <set>
+
+#include "ir/error.h"
+#include "ir/functor.h"
+#include "ir/op.h"
+#include "transform/pass.h"
+
+namespace tl {
+namespace {
+
+Expr c(int64_t v) { return make_int(v); }
+
+const CallNode* call_of(const Stmt& s) {
+  auto* ev = as<EvaluateNode>(s);
+  return ev ? as<CallNode>(ev->value) : nullptr;
+}
+
+bool is_call(const Stmt& s, const char* op) {
+  const CallNode* call = call_of(s);
+  return call && call->op == op;
+}
+
+Stmt call_stmt(const std::string& op, std::vector<Expr> args, Span sp) {
+  return std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), op, std::move(args), sp), sp);
+}
+
+// Whether s holds a call of op anywhere.
+bool contains_call(const Stmt& s, const std::string& op) {
+  bool found = false;
+  for_each_expr(s, [&](const ExprNode* n) {
+    if (auto* call = dynamic_cast<const CallNode*>(n)) found = found || call->op == op;
+  });
+  return found;
+}
+
+class Pingpong : public IRMutator {
+ public:
+  std::vector<std::string> report;
+
+ protected:
+  Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
+    threads_ = n->num_threads();
+    // The ids of the kernel's own named barriers (warp specialisation took one for the
+    // consumers' block-wide barriers).
+    used_.clear();
+    for_each_expr(n->body, [&](const ExprNode* e) {
+      auto* call = dynamic_cast<const CallNode*>(e);
+      if (call && call->op == "named_barrier_sync" && !call->args.empty())
+        if (const int64_t* id = const_int(call->args[0])) used_.insert(*id);
+    });
+    kernel_ = n;
+    Stmt out = IRMutator::mutate_kernel(s, n);
+    kernel_ = nullptr;
+    return out;
+  }
+
+  Stmt mutate_if(const Stmt& s, const IfThenElseNode* n) override {
+    // The consumers' branch of a warp-specialised kernel: `if tx < 256` with 128 producer
+    // threads after them.
+    auto* lt_cond = as<BinaryNode>(n->cond);
+    const int64_t* bound = lt_cond && lt_cond->op == BinaryOp::LT ? const_int(lt_cond->b) : nullptr;
+    if (!kernel_ || !bound || *bound != 256 || threads_ != 256 + 128 || !n->else_case)
+      return IRMutator::mutate_if(s, n);
+    consumers_ = true;
+    Stmt then_case = mutate(n->then_case);
+    consumers_ = false;
+    if (then_case == n->then_case) return s;
+    return std::make_shared<IfThenElseNode>(n->cond, then_case, n->else_case, n->span);
+  }
+
+  Stmt mutate_for(const Stmt& s, const ForNode* n) override {
+    if (!consumers_ || !n->attrs.count("ws_pipeline")) return IRMutator::mutate_for(s, n);
+    auto* seq = as<SeqStmtNode>(n->body);
+    std::string where = n->span.str() + ": ";
+    if (!seq) return s;
+    // Independent warpgroups: no barrier of the consumers inside the loop.
+    if (contains_call(n->body, "named_barrier_sync") || contains_call(n->body, "sync_threads")) {
+      report.push_back(where + "the two consumer warpgroups do not take turns on the tensor cores (a barrier "
+                               "among the consumers inside the loop ties them together)");
+      return s;
+    }
+    // The wgmma groups at the body's top level: fence ... commit (the wait follows).
+    std::vector<size_t> fences, commits;
+    for (size_t i = 0; i < seq->seq.size(); ++i) {
+      if (is_call(seq->seq[i], "wgmma_fence")) fences.push_back(i);
+      if (is_call(seq->seq[i], "wgmma_commit")) commits.push_back(i);
+    }
+    int64_t nested_wgmma = 0, cuda_core_work = 0;
+    for (auto& st : seq->seq) {
+      if (!call_of(st) && !as<ForNode>(st) && contains_call(st, "wgmma")) ++nested_wgmma;
+      if (as<ForNode>(st) && !contains_call(st, "wgmma")) ++cuda_core_work;
+    }
+    if (fences.empty() || fences.size() != commits.size() || nested_wgmma) return s;
+    // Only work on the CUDA cores between the matrix multiplies gains from the turns (a
+    // GEMM's loop, wgmma alone, keeps both warpgroups' groups in flight instead).
+    if (!cuda_core_work) return s;
+    int64_t first = 1;
+    while (used_.count(first) || used_.count(first + 1)) ++first;
+    if (first + 1 > 15) {
+      report.push_back(where + "the consumer warpgroups do not take turns (no two named barrier ids left)");
+      return s;
+    }
+    Span sp = n->span;
+    std::vector<Stmt> body;
+    size_t next_fence = 0, next_commit = 0;
+    for (size_t i = 0; i < seq->seq.size(); ++i) {
+      if (next_fence < fences.size() && fences[next_fence] == i) {
+        body.push_back(call_stmt("warpgroup_turn_wait", {c(first)}, sp));
+        ++next_fence;
+      }
+      body.push_back(seq->seq[i]);
+      if (next_commit < commits.size() && commits[next_commit] == i) {
+        body.push_back(call_stmt("warpgroup_turn_pass", {c(first)}, sp));
+        ++next_commit;
+      }
+    }
+    Stmt loop = std::make_shared<ForNode>(n->var, n->min, n->extent, n->for_kind, make_seq(body, sp), n->attrs, sp);
+    report.push_back(where + "the two consumer warpgroups take turns on the tensor cores (" +
+                     std::to_string(fences.size()) + " wgmma group(s) per iteration; named barriers " +
+                     std::to_string(first) + " and " + std::to_string(first + 1) + ")");
+    return make_seq({call_stmt("warpgroup_turn_first", {c(first)}, sp), loop,
+                     call_stmt("warpgroup_turn_last", {c(first)}, sp)},
+                    sp);
+  }
+
+ private:
+  const KernelNode* kernel_ = nullptr;
+  int64_t threads_ = 0;
+  bool consumers_ = false;
+  std::set<int64_t> used_;
+};
+
+}  // namespace
+
+PrimFunc pingpong_warpgroups(const PrimFunc& f, const Target& target) {
+  if (target.disable_pingpong) return f;
+  Pingpong pass;
+  Stmt body = pass.mutate(f->body);
+  return with_report(body == f->body ? f : with_body(f, body), pass.report);
+}
+
+}  // namespace tl
