@@ -102,24 +102,23 @@ class Pingpong : public IRMutator {
       report.push_back(where + "the consumer warpgroups do not take turns (no two named barrier ids left)");
       return s;
     }
+    if (fences.size() < 2) return s;  // one group: nothing to pair across iterations
     Span sp = n->span;
+    // A warpgroup's turn runs from its last group of one iteration to its first group of
+    // the next (FlashAttention-3's pairing): the turn is taken before the last group and
+    // passed on after the next iteration's first group is committed, so the softmax that
+    // follows runs while the other warpgroup's two groups occupy the tensor cores.
     std::vector<Stmt> body;
-    size_t next_fence = 0, next_commit = 0;
     for (size_t i = 0; i < seq->seq.size(); ++i) {
-      if (next_fence < fences.size() && fences[next_fence] == i) {
-        body.push_back(call_stmt("warpgroup_turn_wait", {c(first)}, sp));
-        ++next_fence;
-      }
+      if (i == fences.back()) body.push_back(call_stmt("warpgroup_turn_wait", {c(first)}, sp));
       body.push_back(seq->seq[i]);
-      if (next_commit < commits.size() && commits[next_commit] == i) {
-        body.push_back(call_stmt("warpgroup_turn_pass", {c(first)}, sp));
-        ++next_commit;
-      }
+      if (i == commits.front()) body.push_back(call_stmt("warpgroup_turn_pass", {c(first)}, sp));
     }
     Stmt loop = std::make_shared<ForNode>(n->var, n->min, n->extent, n->for_kind, make_seq(body, sp), n->attrs, sp);
-    report.push_back(where + "the two consumer warpgroups take turns on the tensor cores (" +
-                     std::to_string(fences.size()) + " wgmma group(s) per iteration; named barriers " +
-                     std::to_string(first) + " and " + std::to_string(first + 1) + ")");
+    report.push_back(where + "the two consumer warpgroups take turns on the tensor cores (each turn the last "
+                             "wgmma group of one iteration and the first of the next, of " +
+                     std::to_string(fences.size()) + " per iteration; named barriers " + std::to_string(first) +
+                     " and " + std::to_string(first + 1) + ")");
     return make_seq({call_stmt("warpgroup_turn_first", {c(first)}, sp), loop,
                      call_stmt("warpgroup_turn_last", {c(first)}, sp)},
                     sp);

@@ -739,16 +739,17 @@ TL_DEVICE void named_barrier_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 // Two consumer warpgroups (threads 0..255) taking turns: warpgroup w waits on named barrier
-// first + w for its turn and passes it on by arriving on the other's; warpgroup 1 passes
-// the first turn and warpgroup 0 takes the last pass, which leaves both barriers balanced.
+// first + w for its turn and passes it on by arriving on the other's. Warpgroup 0 goes
+// first (warpgroup 1 consumes its first pass before the loop) and passes once more after
+// the loop, which leaves both barriers balanced.
 TL_DEVICE int consumer_warpgroup() { return (threadIdx.x >> 7) & 1; }
 TL_DEVICE void warpgroup_turn_wait(int first) { named_barrier_sync(first + consumer_warpgroup(), 256); }
 TL_DEVICE void warpgroup_turn_pass(int first) { named_barrier_arrive(first + 1 - consumer_warpgroup(), 256); }
 TL_DEVICE void warpgroup_turn_first(int first) {
-  if (consumer_warpgroup() == 1) named_barrier_arrive(first, 256);
+  if (consumer_warpgroup() == 1) named_barrier_sync(first + 1, 256);
 }
 TL_DEVICE void warpgroup_turn_last(int first) {
-  if (consumer_warpgroup() == 0) named_barrier_sync(first, 256);
+  if (consumer_warpgroup() == 0) named_barrier_arrive(first + 1, 256);
 }
 #undef TL_SM90
 
