@@ -27,9 +27,9 @@ struct Target {
   bool disable_wgmma = false;
   bool disable_tma = false;
   bool disable_warp_specialized = false;
-  // tl.disable_warpgroup_pingpong: two consumer warpgroups do not take turns on the tensor
-  // cores (transform/pingpong_warpgroups.h).
-  bool disable_pingpong = false;
+  // tl.enable_warpgroup_pingpong: two consumer warpgroups take turns on the tensor cores
+  // (transform/pingpong_warpgroups.h; off by default: measured slower so far).
+  bool enable_pingpong = false;
   // Sets the switch a pass config names; false for a name that is not a switch.
   bool set_switch(const std::string& name);
 

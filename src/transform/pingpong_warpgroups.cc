@@ -134,7 +134,7 @@ class Pingpong : public IRMutator {
 }  // namespace
 
 PrimFunc pingpong_warpgroups(const PrimFunc& f, const Target& target) {
-  if (target.disable_pingpong) return f;
+  if (!target.enable_pingpong) return f;
   Pingpong pass;
   Stmt body = pass.mutate(f->body);
   return with_report(body == f->body ? f : with_body(f, body), pass.report);

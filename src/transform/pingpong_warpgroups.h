@@ -16,9 +16,11 @@ namespace tl {
 // group, and passes it by bar.arrive on the other's after its next first group is
 // committed. Warpgroup 0 goes first: warpgroup 1 consumes warpgroup 0's first pass before
 // the loop, and warpgroup 0 passes once more after it, so the barriers end balanced for
-// any trip count, and a loop that runs again starts afresh. Off with
-// tl.disable_warpgroup_pingpong (and with tl.disable_warp_specialized: no consumer loop to
-// schedule); the report says where it applied.
+// any trip count, and a loop that runs again starts afresh. Only with the pass config
+// tl.enable_warpgroup_pingpong: on the H200 it made the FlashAttention forward kernel 9-13%
+// slower (benchmarks/RESULTS.md, runs 27-28; each warpgroup still waits for each group
+// right after issuing it, so a turn holds the tensor cores idle between the two groups it
+// pairs). The report says where it applied.
 PrimFunc pingpong_warpgroups(const PrimFunc& f, const Target& target);
 
 }  // namespace tl

@@ -39,9 +39,9 @@ class PassConfigKey(str, Enum):
     """Skip the front end's semantic checks before lowering. Default: False"""
     TL_DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
     """Do not split pipelined loops into producer and consumer warps. Default: False"""
-    TL_DISABLE_WARPGROUP_PINGPONG = "tl.disable_warpgroup_pingpong"
-    """Two consumer warpgroups do not take turns on the tensor cores (this compiler's own
-    option). Default: False"""
+    TL_ENABLE_WARPGROUP_PINGPONG = "tl.enable_warpgroup_pingpong"
+    """Two independent consumer warpgroups take turns on the tensor cores (this compiler's
+    own option; measured slower than without on attention so far). Default: False"""
     TL_ENABLE_AUTO_SCHEDULE = "tl.enable_auto_schedule"
     """Automatic scheduling (Ascend). Default: True"""
     TL_ENABLE_AUTO_WARP_SPECIALIZATION = "tl.enable_auto_warp_specialization"
