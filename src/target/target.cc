@@ -129,6 +129,7 @@ bool Target::set_switch(const std::string& name) {
   if (name == "tl.disable_tma_lower") return disable_tma = true;
   if (name == "tl.disable_warp_specialized") return disable_warp_specialized = true;
   if (name == "tl.enable_warpgroup_pingpong") return enable_pingpong = true;
+  if (name == "tl.disable_wgmma_overlap") return disable_wgmma_overlap = true;
   return false;
 }
 

@@ -30,6 +30,9 @@ struct Target {
   // tl.enable_warpgroup_pingpong: two consumer warpgroups take turns on the tensor cores
   // (transform/pingpong_warpgroups.h; off by default: measured slower so far).
   bool enable_pingpong = false;
+  // tl.disable_wgmma_overlap: a pipelined loop's last T.gemm (attention's P*V) is not run
+  // one iteration behind (transform/inject_software_pipeline.cc, find_overlap).
+  bool disable_wgmma_overlap = false;
   // Sets the switch a pass config names; false for a name that is not a switch.
   bool set_switch(const std::string& name);
 

@@ -99,6 +99,28 @@ bool mentions_any(const Expr& e, const std::unordered_set<const VarNode*>& vars)
   return found;
 }
 
+// Every buffer a statement reads or writes (loads, stores, tile operators' regions).
+std::unordered_set<const BufferNode*> buffers_touched(const Stmt& s) {
+  struct V : IRVisitor {
+    std::unordered_set<const BufferNode*> out;
+    using IRVisitor::visit;
+    void visit_load(const BufferLoadNode* n) override {
+      out.insert(n->buffer.get());
+      IRVisitor::visit_load(n);
+    }
+    void visit_store(const BufferStoreNode* n) override {
+      out.insert(n->buffer.get());
+      IRVisitor::visit_store(n);
+    }
+    void visit_tile_op(const TileOpNode* n) override {
+      for (auto& r : n->regions) out.insert(r.buffer.get());
+      IRVisitor::visit_tile_op(n);
+    }
+  } v;
+  v.visit(s);
+  return v.out;
+}
+
 bool contains_gemm(const Stmt& s) {
   struct Find : IRVisitor {
     bool found = false;
@@ -248,6 +270,9 @@ class SoftwarePipeline : public IRMutator {
       } else if (!no_multicast_.empty()) {
         line += "; no multicast in the cluster: " + no_multicast_;
       }
+      if (last_tma_ && last_overlap_)
+        line += "; its last T.gemm runs one iteration behind, asynchronously, overlapping the next iteration's "
+                "work until P is written again";
       if (n->attrs.count("order") || n->attrs.count("stage"))
         line += " (order/stage given: scheduled copies first, the compiler's own order)";
       report.push_back(line);
@@ -367,11 +392,58 @@ class SoftwarePipeline : public IRMutator {
     bool multicast = false;
     for (int64_t m : masks) multicast = multicast || m != 0;
     int64_t blocks = multicast ? kernel_->cluster_size() : 1;
-    Stmt release = multicast ? call_stmt("mbarrier_arrive_cluster", {empty_bar, c(blocks)}, sp)
-                             : call_stmt("mbarrier_arrive", {empty_bar}, sp);
-    Stmt consumer = make_seq({call_stmt("mbarrier_wait", {full, floormod(round, c(2), sp)}, sp),
-                              AddStage(staged, slot).mutate(make_seq(consumers, sp)), release},
-                             sp);
+    auto release_of = [&](const Expr& bar) {
+      return multicast ? call_stmt("mbarrier_arrive_cluster", {bar, c(blocks)}, sp)
+                       : call_stmt("mbarrier_arrive", {bar}, sp);
+    };
+    Stmt release = release_of(empty_bar);
+    Stmt wait_full = call_stmt("mbarrier_wait", {full, floormod(round, c(2), sp)}, sp);
+    Stmt consumer = make_seq({wait_full, AddStage(staged, slot).mutate(make_seq(consumers, sp)), release}, sp);
+    Stmt epilogue;  // after the loop: what the consumers still owe of the last iteration
+    last_overlap_ = false;
+    if (Overlap o = find_overlap(consumers, staged, S); o.g1 >= 0 && !hoist_here(loop)) {
+      // The last T.gemm of an iteration (O += P V) and the statements before it that only
+      // update O run one iteration behind, asynchronously: iteration i issues its first
+      // T.gemm (S = Q K^T), then the previous iteration's O update and last T.gemm, waits
+      // for the first only, and runs the softmax while the last one still occupies the
+      // tensor cores; it waits for that one before it writes P again.
+      auto async = [&](const Stmt& st) {
+        auto* op = as<TileOpNode>(st);
+        Attrs attrs = op->attrs;
+        attrs["wg_wait"] = int64_t(-1);
+        return Stmt(std::make_shared<TileOpNode>(op->op, op->regions, op->args, attrs, op->span));
+      };
+      Expr prev = sub(loop->var, c(1), sp);  // the previous iteration's loop index
+      Expr i_prev = sub(i, c(1), sp);
+      Expr slot_prev = floormod(i_prev, c(S), sp);
+      auto stage1 = [&](const Expr& index, const Expr& at_slot) {
+        std::vector<Stmt> out;
+        for (size_t k = o.p_write + 1; k < consumers.size(); ++k)
+          out.push_back(k == size_t(o.g1) ? async(consumers[k]) : consumers[k]);
+        return AddStage(staged, at_slot).mutate(substitute(make_seq(out, sp), {{loop->var.get(), index}}));
+      };
+      std::vector<Stmt> pre(consumers.begin(), consumers.begin() + o.g0);
+      pre.push_back(async(consumers[o.g0]));
+      std::vector<Stmt> mid(consumers.begin() + o.g0 + 1, consumers.begin() + o.p_write);
+      std::vector<Stmt> tail(consumers.begin() + o.p_write, consumers.begin() + o.g1);
+      tail.erase(tail.begin() + 1, tail.end());  // the P write; the O updates went to stage1
+      Expr later = binary(BinaryOp::GE, i, c(1), sp);
+      Stmt wait_first = std::make_shared<IfThenElseNode>(later, call_stmt("wait_wgmma", {c(1)}, sp),
+                                                         call_stmt("wait_wgmma", {c(0)}, sp), sp);
+      consumer = make_seq({wait_full, AddStage(staged, slot).mutate(make_seq(pre, sp)),
+                           guarded(later, stage1(prev, slot_prev)), wait_first,
+                           AddStage(staged, slot).mutate(make_seq(mid, sp)), call_stmt("wait_wgmma", {c(0)}, sp),
+                           guarded(later, release_of(bar(add(slot_prev, c(S), sp)))),
+                           AddStage(staged, slot).mutate(make_seq(tail, sp))},
+                          sp);
+      Expr n = loop->extent;
+      Expr last_i = sub(n, c(1), sp);
+      epilogue = guarded(binary(BinaryOp::GE, n, c(1), sp),
+                         make_seq({stage1(add(loop->min, last_i, sp), floormod(last_i, c(S), sp)),
+                                   call_stmt("wait_wgmma", {c(0)}, sp)},
+                                  sp));
+      last_overlap_ = true;
+    }
     Stmt body = make_seq({guarded(role(1), producer), guarded(role(0), consumer)}, sp);
     Attrs attrs = {{"software_pipeline", int64_t(1)}, {"ws_pipeline", int64_t(1)}, {"num_stages", S}};
     Stmt l = with_loop_body(loop, body, ForKind::Serial, attrs);
@@ -394,7 +466,8 @@ class SoftwarePipeline : public IRMutator {
       Stmt count = std::make_shared<BufferStoreNode>(counter, add(base, loop->extent, sp), std::vector<Expr>{c(0)}, sp);
       return make_seq({l, count}, sp);
     }
-    Stmt seq = make_seq({call_stmt("sync_threads", {}, sp), guarded(first_thread, make_seq(init, sp)), after_init(sp), l},
+    Stmt seq = make_seq({call_stmt("sync_threads", {}, sp), guarded(first_thread, make_seq(init, sp)), after_init(sp), l,
+                         epilogue},
                         sp);
     return std::make_shared<AllocateNode>(bars, seq, Attrs{{"pipelined", int64_t(1)}}, sp);
   }
@@ -546,6 +619,65 @@ class SoftwarePipeline : public IRMutator {
     return make_seq(out, sp);
   }
 
+  // The statements of a consumer body that the overlap of tma_pipeline moves (indices
+  // into it; g1 < 0 when it does not apply): exactly two T.gemm, the first (g0) writing
+  // S, the last (g1, the body's last statement) reading P from registers and a staged
+  // shared tile and accumulating into O; p_write the one statement that writes P (after
+  // g0); between p_write and g1 only statements that write O alone; before p_write nothing
+  // touches O or P, and nothing up to g0 writes what the moved statements read.
+  struct Overlap {
+    int g0 = -1, g1 = -1;
+    size_t p_write = 0;
+  };
+  Overlap find_overlap(const std::vector<Stmt>& body, const std::unordered_map<const BufferNode*, Buffer>& staged,
+                       int64_t S) const {
+    Overlap none;
+    if (target_.disable_wgmma_overlap || S < 2) return none;
+    std::vector<int> gemms;
+    for (size_t k = 0; k < body.size(); ++k) {
+      auto* op = as<TileOpNode>(body[k]);
+      if (op && op->op == "gemm") gemms.push_back(int(k));
+      else if (contains_gemm(body[k])) return none;
+    }
+    if (gemms.size() != 2 || size_t(gemms[1]) + 1 != body.size()) return none;
+    auto* g1 = as<TileOpNode>(body[gemms[1]]);
+    auto* g0 = as<TileOpNode>(body[gemms[0]]);
+    if (g1->regions.size() != 3 || g0->regions.size() != 3) return none;
+    const Buffer &P = g1->regions[0].buffer, &O = g1->regions[2].buffer;
+    if (!P->is_fragment() || !O->is_fragment() || !staged.count(g1->regions[1].buffer.get())) return none;
+    if (attr_int(*g1, "wg_wait", 0) != 0 || attr_int(*g0, "wg_wait", 0) != 0) return none;
+    int p_write = -1;
+    for (int k = 0; k < gemms[1]; ++k)
+      if (buffers_written(body[k]).count(P.get())) {
+        if (p_write >= 0) return none;
+        p_write = k;
+      }
+    if (p_write <= gemms[0]) return none;
+    std::unordered_set<const BufferNode*> moved_reads;
+    for (int k = p_write + 1; k < gemms[1]; ++k) {
+      auto w = buffers_written(body[k]);
+      if (w.size() != 1 || !w.count(O.get())) return none;
+      auto t = buffers_touched(body[k]);
+      moved_reads.insert(t.begin(), t.end());
+    }
+    for (int k = 0; k < p_write; ++k) {
+      auto t = buffers_touched(body[k]);
+      if (t.count(O.get()) || t.count(P.get())) return none;
+      if (k <= gemms[0])
+        for (auto* b : buffers_written(body[k]))
+          if (moved_reads.count(b)) return none;
+    }
+    return {gemms[0], gemms[1], size_t(p_write)};
+  }
+
+  // Whether tma_pipeline sets the loop's barriers up at the kernel's start (it sits in
+  // another loop or a branch).
+  bool hoist_here(const ForNode*) const {
+    for (const StmtNode* e : enclosing_)
+      if (!dynamic_cast<const LetStmtNode*>(e)) return true;
+    return false;
+  }
+
   // After the mbarriers' initialisation: the block waits for it; with multicasts the whole
   // cluster does, since the other blocks arrive on these barriers and copy into this block.
   Stmt after_init(Span sp) const {
@@ -568,6 +700,7 @@ class SoftwarePipeline : public IRMutator {
   } hoisted_;
   int tma_pipelines_ = 0;
   bool multicasts_ = false;  // the kernel's TMA pipeline multicasts across its cluster
+  bool last_overlap_ = false;  // the last pipeline's final T.gemm runs one iteration behind
   bool last_tma_ = false;
   BufferUses uses_;
   std::unordered_map<const BufferNode*, Buffer> staged_;

@@ -544,13 +544,44 @@ def test_warp_specialisation_takes_a_named_barrier_the_kernel_leaves_free():
 
 
 @pytest.mark.parametrize("causal", [False, True])
+def test_attention_pv_runs_one_iteration_behind(causal):
+    """The attention loop's last T.gemm (O += P V) runs one iteration behind, without waiting:
+    iteration k issues S = Q K^T, then the O update and P V of iteration k - 1, waits for the
+    first group only (wait_group 1), runs the softmax, then waits for P V (wait_group 0,
+    P's registers fenced) before it writes P again and releases the stage of k - 1; the last
+    P V follows the loop. tl.disable_wgmma_overlap keeps the in-order loop."""
+    sys.path.insert(0, __import__("os").path.dirname(__file__))
+    from kernels.attention import flash_attention_fwd
+    func = flash_attention_fwd(1, 2, 512, 128, causal, block_M=128, block_N=128, num_stages=2, threads=256)
+    lowered = _C.lower(func.handle, SM90)
+    report = lowered.lowering_report()
+    assert "its last T.gemm runs one iteration behind, asynchronously" in report
+    assert "barrier protocol checked" in report
+    source = _C.codegen(lowered, SM90)
+    loop = source[source.index("for (int32_t k = 0;"):source.index("acc_o_staged")]
+    order = [loop.index(x) for x in ("tl::wgmma_commit();", "if (k >= 1) {", "tl::wgmma_wait<1>();",
+                                     "tl::wgmma_wait<0>();\n")]
+    assert order == sorted(order), order
+    release = loop.index("tl::mbarrier_arrive(")
+    before = loop[:release]
+    assert before.rindex("tl::wgmma_wait<0>();") < before.rindex("fence_operand(reinterpret_cast<int*>(&probs[0])")
+    assert loop.index("*>(&probs[", release) > release  # P is written after the wait and the release
+    assert loop.count("tl::wgmma_commit();") == 3  # two in the loop, the last P V after it
+    sass, usage, _ = sass_of(func)
+    assert "LDL" not in sass and "STL" not in sass
+    plain = _C.lower(func.handle, SM90, ["tl.disable_wgmma_overlap"])
+    assert "one iteration behind" not in plain.lowering_report()
+    assert "tl::wgmma_wait<1>();" not in _C.codegen(plain, SM90)
+
+
+@pytest.mark.parametrize("causal", [False, True])
 def test_attention_warpgroups_take_turns(causal):
     """Two consumer warpgroups that share no barrier in the loop take turns on the tensor
     cores: each wgmma group waits on its warpgroup's named barrier (BAR.SYNC) and passes the
     turn once committed (BAR.ARV); warpgroup 1 passes first and warpgroup 0 takes the last
     pass after the loop. Only with tl.enable_warpgroup_pingpong (measured slower so far); a
     GEMM's loop (wgmma alone) and one warpgroup are left as they are."""
-    on = ["tl.enable_warpgroup_pingpong"]
+    on = ["tl.enable_warpgroup_pingpong", "tl.disable_wgmma_overlap"]  # turns apply to the in-order loop
     sys.path.insert(0, __import__("os").path.dirname(__file__))
     from kernels.attention import flash_attention_fwd
     func = flash_attention_fwd(1, 2, 512, 128, causal, block_M=128, block_N=128, num_stages=2, threads=256)
@@ -566,7 +597,7 @@ def test_attention_warpgroups_take_turns(causal):
     assert commits[0] < loop.index("tl::warpgroup_turn_pass(") < loop.index("tl::warpgroup_turn_wait(") < commits[1]
     sass, usage, report = sass_of(func, on)
     assert "BAR.ARV" in sass and "BAR.SYNC" in sass and "LDL" not in sass
-    off = _C.lower(func.handle, SM90)
+    off = _C.lower(func.handle, SM90, ["tl.disable_wgmma_overlap"])
     assert "take turns" not in off.lowering_report()
     assert "warpgroup_turn" not in _C.codegen(off, SM90)
     one = flash_attention_fwd(1, 2, 512, 64, causal, block_M=64, block_N=64, num_stages=2, threads=128)

@@ -75,7 +75,7 @@ def _normalise_out_idx(out_idx, params):
 # compiler, and is rejected.
 KNOWN_PASS_CONFIGS = frozenset({
     "tl.Simplify", "tl.dynamic_alignment", "tl.disable_dynamic_tail_split", "tl.disable_warp_specialized",
-    "tl.enable_warpgroup_pingpong",
+    "tl.enable_warpgroup_pingpong", "tl.disable_wgmma_overlap",
     "tl.enable_fast_math", "tl.disable_fast_math", "tl.ptxas_register_usage_level", "tl.enable_ptxas_verbose_output",
     "tl.device_compile_flags", "tl.config_index_bitwidth", "tl.disable_tma_lower", "tl.disable_safe_memory_legalize",
     "tl.disable_vectorize_256", "tl.disable_wgmma", "tl.debug_merge_shared_memory_allocations",

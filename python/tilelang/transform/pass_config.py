@@ -39,6 +39,9 @@ class PassConfigKey(str, Enum):
     """Skip the front end's semantic checks before lowering. Default: False"""
     TL_DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
     """Do not split pipelined loops into producer and consumer warps. Default: False"""
+    TL_DISABLE_WGMMA_OVERLAP = "tl.disable_wgmma_overlap"
+    """A pipelined loop's last T.gemm (attention's P*V) is not run one iteration behind,
+    overlapping the next iteration's softmax (this compiler's own option). Default: False"""
     TL_ENABLE_WARPGROUP_PINGPONG = "tl.enable_warpgroup_pingpong"
     """Two independent consumer warpgroups take turns on the tensor cores (this compiler's
     own option; measured slower than without on attention so far). Default: False"""

@@ -27,6 +27,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <tuple>
 #include <unordered_map>
@@ -1057,6 +1058,21 @@ class CodeGenCUDA : public Emitter {
         line("#pragma unroll");
         line("for (int tl_i = 0; tl_i < " + std::to_string(count) + "; ++tl_i) tl::fence_operand((&" + first + ")[tl_i]);");
       }
+      // A operands in registers too: the tensor cores read them until the wait, so their
+      // registers must not be given to new values before it.
+      std::set<const BufferNode*> seen;
+      for_each_expr(current_kernel_->body, [&](const ExprNode* e) {
+        auto* c = dynamic_cast<const CallNode*>(e);
+        if (!c || c->op != "wgmma" || c->args.size() < 2) return;
+        auto* a = as<BufferLoadNode>(c->args[1]);
+        if (!a || !a->buffer->is_local() || !seen.insert(a->buffer.get()).second) return;
+        int64_t elems = 1;
+        for (auto& d : a->buffer->shape) elems *= *const_int(d);
+        int64_t words = elems * a->buffer->dtype.bits / 32;
+        line("#pragma unroll");
+        line("for (int tl_i = 0; tl_i < " + std::to_string(words) + "; ++tl_i) tl::fence_operand(reinterpret_cast<int*>(&" +
+             element(a->buffer, {make_int(0)}, a->span) + ")[tl_i]);");
+      });
       return;
     }
     if (op == "wgmma_commit") {
