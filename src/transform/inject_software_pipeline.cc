@@ -646,6 +646,11 @@ class SoftwarePipeline : public IRMutator {
     const Buffer &P = g1->regions[0].buffer, &O = g1->regions[2].buffer;
     if (!P->is_fragment() || !O->is_fragment() || !staged.count(g1->regions[1].buffer.get())) return none;
     if (attr_int(*g1, "wg_wait", 0) != 0 || attr_int(*g0, "wg_wait", 0) != 0) return none;
+    // Only where the last T.gemm is the narrower one (attention with head dim 64 against
+    // key tiles of 128): measured on the H200 (benchmarks/RESULTS.md, run 29) the overlap
+    // gave +5-9% there and cost 4-9% where both are as wide (head dim 128).
+    const int64_t *o_cols = const_int(O->shape.back()), *s_cols = const_int(g0->regions[2].buffer->shape.back());
+    if (!o_cols || !s_cols || *o_cols >= *s_cols) return none;
     int p_write = -1;
     for (int k = 0; k < gemms[1]; ++k)
       if (buffers_written(body[k]).count(P.get())) {

@@ -549,13 +549,17 @@ def test_attention_pv_runs_one_iteration_behind(causal):
     iteration k issues S = Q K^T, then the O update and P V of iteration k - 1, waits for the
     first group only (wait_group 1), runs the softmax, then waits for P V (wait_group 0,
     P's registers fenced) before it writes P again and releases the stage of k - 1; the last
-    P V follows the loop. tl.disable_wgmma_overlap keeps the in-order loop."""
+    P V follows the loop. Where P V is the narrower multiply only; tl.disable_wgmma_overlap
+    keeps the in-order loop."""
     sys.path.insert(0, __import__("os").path.dirname(__file__))
     from kernels.attention import flash_attention_fwd
-    func = flash_attention_fwd(1, 2, 512, 128, causal, block_M=128, block_N=128, num_stages=2, threads=256)
+    func = flash_attention_fwd(1, 2, 512, 64, causal, block_M=128, block_N=128, num_stages=2, threads=256)
     lowered = _C.lower(func.handle, SM90)
     report = lowered.lowering_report()
     assert "its last T.gemm runs one iteration behind, asynchronously" in report
+    # Only where P V is the narrower multiply (head dim 64 against key tiles of 128).
+    wide = flash_attention_fwd(1, 2, 512, 128, causal, block_M=128, block_N=128, num_stages=2, threads=256)
+    assert "one iteration behind" not in _C.lower(wide.handle, SM90).lowering_report()
     assert "barrier protocol checked" in report
     source = _C.codegen(lowered, SM90)
     loop = source[source.index("for (int32_t k = 0;"):source.index("acc_o_staged")]
@@ -611,7 +615,8 @@ def test_attention_warpgroups_take_turns(causal):
 # causal trip count is a let (bx + 1) around the pipelined loop, so the statements around
 # that scope must also run on the consumer threads only.
 ATTENTION_CASES = [(64, 64, 2, 128, True), (64, 64, 2, 128, False), (128, 128, 2, 256, True),
-                   (128, 64, 2, 256, False)]
+                   (128, 64, 2, 256, False), (128, 128, 2, 256, False, 64), (128, 128, 2, 256, True, 64),
+                   (128, 128, 3, 256, True, 64)]
 
 
 def test_statements_around_a_warp_specialised_scope_run_on_the_consumers():
@@ -641,15 +646,17 @@ def test_shared_writes_before_the_loop_are_published_before_the_roles_split(caus
     assert q_store < published < source.index("tl::set_max_nreg<")
 
 
-@pytest.mark.parametrize("case", ATTENTION_CASES, ids=lambda c: "x".join(map(str, c[:4])) + ("-causal" if c[4] else ""))
+@pytest.mark.parametrize("case", ATTENTION_CASES, ids=lambda c: "x".join(map(str, c[:4])) + ("-causal" if c[4] else "") +
+                         (f"-d{c[5]}" if len(c) > 5 else ""))
 def test_attention_on_the_hopper_path_numerics(target, rng, case):
     _gpu_only(target)
     import os
     sys.path.insert(0, os.path.dirname(__file__))
     from kernels.attention import flash_attention_fwd
     from test_kernels import _attention_reference
-    bm, bn, stages, threads, causal = case
-    b, h, s, d = 2, 2, 512, 128
+    bm, bn, stages, threads, causal = case[:5]
+    d = case[5] if len(case) > 5 else 128  # head dim 64: P V runs one iteration behind
+    b, h, s = 2, 2, 512
     kernel = tilelang.compile(flash_attention_fwd(b, h, s, d, causal, block_M=bm, block_N=bn, num_stages=stages,
                                                   threads=threads), out_idx=[3], target=target)
     assert hopper_path_forced_off() or "warp specialised" in kernel.get_lowering_report()
