@@ -219,6 +219,11 @@ void bind_ir(nb::module_& m) {
   m.def("call", [](const std::string& op, nb::handle args) {
     return wrap(call(op, to_exprs(args), current_span()));
   });
+  // A call of a given result dtype that is not a checked intrinsic: T.call_extern,
+  // T.access_ptr (address_of), T.reinterpret.
+  m.def("call_typed", [](const std::string& dtype, const std::string& op, nb::handle args) {
+    return wrap(std::make_shared<CallNode>(to_dtype(dtype), op, to_exprs(args), current_span()));
+  });
   m.def("call_void", [](const std::string& op, nb::handle args) {
     return wrap(std::make_shared<CallNode>(DataType::Void(), op, to_exprs(args), current_span()));
   });

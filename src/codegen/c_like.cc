@@ -167,6 +167,43 @@ void Emitter::check_dtype(DataType t, Span span, const std::string& what) {
          "write the lanes as a T.vectorized loop over scalars");
 }
 
+void Emitter::emit_prelude(const PrimFuncNode& f) {
+  auto it = f.attrs.find("prelude");
+  if (it == f.attrs.end() || !std::holds_alternative<std::string>(it->second)) return;
+  line("// Imported by the program (T.import_source / T.Kernel(prelude=)).");
+  out_ << std::get<std::string>(it->second) << "\n";
+}
+
+bool Emitter::emit_extern_call(const CallNode* n, Code* out) {
+  if (n->op == "call_extern") {
+    auto* name = n->args.empty() ? nullptr : as<StringImmNode>(n->args[0]);
+    if (!name) fail(ErrorKind::Internal, n->span, internal_ + "call_extern without a function name");
+    std::string text = name->value + "(";
+    for (size_t i = 1; i < n->args.size(); ++i) text += (i > 1 ? ", " : "") + emit(n->args[i]).text;
+    *out = {text + ")", kPrimary};
+    return true;
+  }
+  if (n->op == "address_of") {
+    auto* at = n->args.size() == 2 ? as<BufferLoadNode>(n->args[0]) : nullptr;
+    if (!at) fail(ErrorKind::Internal, n->span, internal_ + "address_of takes a buffer element and an offset");
+    std::string addr = "(&" + element(at->buffer, at->indices, at->span) + ")";
+    const int64_t* off = const_int(n->args[1]);
+    if (!off || *off != 0) addr = "(" + addr + " + " + emit(n->args[1]).text + ")";
+    *out = {addr, kPrimary};
+    return true;
+  }
+  if (n->op == "reinterpret") {
+    const Expr& v = n->args.at(0);
+    if (v->dtype.bits != n->dtype.bits || v->dtype.lanes != n->dtype.lanes)
+      fail(ErrorKind::Type, n->span,
+           "T.reinterpret: " + v->dtype.str() + " and " + n->dtype.str() + " are not of the same width",
+           "reinterpret between types of the same number of bits (T.cast converts values)");
+    *out = {"tl::bit_cast<" + ctype(n->dtype, n->span) + ">(" + emit(v).text + ")", kPrimary};
+    return true;
+  }
+  return false;
+}
+
 std::string Emitter::ctype(DataType t, Span span, const std::string& what) {
   check_dtype(t, span, what);
   if (is_storage_float(t)) return storage_type_name(t);

@@ -151,6 +151,14 @@ class Emitter {
   // ---------------------------------------------------------------- types
   void check_dtype(DataType t, Span span, const std::string& what);
   std::string ctype(DataType t, Span span, const std::string& what = "a value");
+  // T.call_extern (a call of a function the program brings, by name), T.access_ptr
+  // (address_of: the address of a buffer element, plus an element offset) and
+  // T.reinterpret (the bits of a value as another type of the same width): spelled alike
+  // in C++ and CUDA. Sets *out and returns true for those calls.
+  bool emit_extern_call(const CallNode* n, Code* out);
+  // The source the program imports (T.import_source, T.Kernel(prelude=)), after the
+  // includes, as given: the function's attribute "prelude".
+  void emit_prelude(const PrimFuncNode& f);
 
   // ---------------------------------------------------------------- expressions
   // e converted to the C++ type of dtype t.

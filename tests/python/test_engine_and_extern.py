@@ -1,7 +1,8 @@
 """tilelang.engine (lower, KernelParam, the CUDA post-processing callback),
 tilelang.language.fp8, T.Layout / T.Fragment, T.thread_binding, T.CUDASourceCodeKernel,
-and the names rejected with a reason (T.alloc_global, T.reshape, T.view, T.call_extern,
-T.import_source, T.access_ptr, T.reinterpret)."""
+external functions in a DSL kernel (T.import_source, T.call_extern, T.access_ptr,
+T.reinterpret, T.evaluate), and the names rejected with a reason (T.alloc_global,
+T.reshape, T.view)."""
 import numpy as np
 import pytest
 
@@ -205,10 +206,6 @@ def _thread_y_kernel():
     ("alloc_global", lambda A: T.alloc_global((16,), "float32")),
     ("reshape", lambda A: T.reshape(A, (4, 4))),
     ("view", lambda A: T.view(A, (4, 4))),
-    ("call_extern", lambda A: T.call_extern("float32", "my_fn", A[0])),
-    ("import_source", lambda A: T.import_source("__device__ float f(float x) { return x; }")),
-    ("access_ptr", lambda A: T.access_ptr(A[0], "r")),
-    ("reinterpret", lambda A: T.reinterpret("int32", A[0])),
 ])
 def test_unsupported_names_are_typed_errors(name, call):
     with pytest.raises(TileLangUnsupportedError, match=f"T.{name} is not supported by this compiler yet") as ei:
@@ -217,6 +214,96 @@ def test_unsupported_names_are_typed_errors(name, call):
             with T.Kernel(1) as _:
                 call(A)
     assert ei.value.file == __file__ and ei.value.hint
+
+
+# ---------------------------------------------------------------- external functions in a DSL kernel
+HELPERS_CPP = """
+static inline float twice(float x) { return 2.0f * x; }
+static inline void fill3(float* p, float v) { p[0] = v; p[1] = v; p[2] = v; }
+"""
+HELPERS_CUDA = """
+__device__ __forceinline__ float twice(float x) { return 2.0f * x; }
+__device__ __forceinline__ void fill3(float* p, float v) { p[0] = v; p[1] = v; p[2] = v; }
+"""
+
+
+def extern_kernel(helpers, by_prelude=False, order="value_first", region=False):
+    """B = twice(A) by an imported function, B[8:11] = 7 through a pointer (T.access_ptr,
+    of an element or of a region, 4 elements further with offset=), C = A's bits as int32."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), C: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=64, prelude=helpers if by_prelude else None) as _:
+            if not by_prelude:
+                T.import_source(helpers)
+            for i in T.Parallel(64):
+                B[i] = T.call_extern("float32", "twice", A[i])
+                C[i] = T.reinterpret(A[i], "int32") if order == "value_first" else T.reinterpret("int32", A[i])
+            if region:
+                T.evaluate(T.call_extern("handle", "fill3", T.access_ptr(B[4:16], "w", offset=4), 7.0))
+            else:
+                T.call_extern("handle", "fill3", T.access_ptr(B[8], "rw"), 7.0)
+
+    return main
+
+
+@pytest.mark.parametrize("by_prelude, order, region", [(False, "value_first", False), (True, "dtype_first", True)])
+def test_call_extern_on_cpu(by_prelude, order, region):
+    kernel = tilelang.compile(extern_kernel(HELPERS_CPP, by_prelude, order, region), target="cpu")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(64).astype(np.float32)
+    b = np.zeros(64, np.float32)
+    c = np.zeros(64, np.int32)
+    kernel(a, b, c)
+    expected = 2 * a
+    expected[8:11] = 7.0
+    np.testing.assert_array_equal(b, expected)
+    np.testing.assert_array_equal(c, a.view(np.int32))
+    assert "static inline float twice" in kernel.get_kernel_source()
+
+
+def test_call_extern_for_cuda():
+    """The same kernel for CUDA: the imported device functions come before the kernel, the
+    calls and the bit cast are in it, and NVRTC compiles it."""
+    from sass import sass_of
+    func = extern_kernel(HELPERS_CUDA)
+    source = _C.codegen(_C.lower(func.handle, CUDA), CUDA)
+    assert source.index("__device__ __forceinline__ float twice") < source.index("__global__")
+    assert "= twice(A[" in source and "fill3((&B[8]), 7.0f);" in source
+    assert "tl::bit_cast<int32_t>(A[" in source
+    sass, _, _ = sass_of(func)
+    assert "STG" in sass
+
+
+def test_import_source_changes_the_cache_key():
+    a = extern_kernel(HELPERS_CPP).script()
+    b = extern_kernel(HELPERS_CPP.replace("2.0f", "3.0f")).script()
+    assert a != b
+
+
+def test_reinterpret_needs_the_same_width():
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "int16")):
+        with T.Kernel(1) as _:
+            for i in T.Parallel(4):
+                B[i] = T.reinterpret(A[i], "int16")
+
+    with pytest.raises(TileLangTypeError, match="T.reinterpret: float32 and int16 are not of the same width"):
+        tilelang.compile(main, target="cpu")
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda A: T.access_ptr(A[0], "x"), "access_type must be 'r', 'w', 'rw'"),
+    (lambda A: T.call_extern("float32", "not a name", A[0]), "the function name must be an identifier"),
+    (lambda A: T.reinterpret(A[0]), "T.reinterpret takes a value and a dtype, got 1 arguments"),
+    (lambda A: T.import_source(42), "T.import_source takes source text, got int"),
+])
+def test_extern_misuse(call, message):
+    with pytest.raises(TileLangTypeError, match=message):
+        @T.prim_func
+        def f(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1) as _:
+                call(A)
 
 
 # ---------------------------------------------------------------- T.CUDASourceCodeKernel

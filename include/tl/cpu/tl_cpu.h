@@ -21,6 +21,15 @@
 
 namespace tl {
 
+// T.reinterpret: the bits of a value as another type of the same size.
+template <typename To, typename From>
+inline To bit_cast(const From& v) {
+  static_assert(sizeof(To) == sizeof(From), "T.reinterpret between types of different sizes");
+  To out;
+  std::memcpy(&out, &v, sizeof(To));
+  return out;
+}
+
 namespace detail {
 
 inline uint32_t bits_of(float f) {

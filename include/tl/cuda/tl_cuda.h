@@ -32,6 +32,15 @@ typedef unsigned long long uint64_t;
 
 namespace tl {
 
+// T.reinterpret: the bits of a value as another type of the same size.
+template <typename To, typename From>
+TL_DEVICE To bit_cast(const From& v) {
+  static_assert(sizeof(To) == sizeof(From), "T.reinterpret between types of different sizes");
+  To out;
+  memcpy(&out, &v, sizeof(To));
+  return out;
+}
+
 using half_t = __half;
 using bfloat16_t = __nv_bfloat16;
 using float8_e4m3_t = __nv_fp8_e4m3;

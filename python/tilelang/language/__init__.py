@@ -6,7 +6,7 @@ from ..parser.parser import Macro, macro
 from . import fp8  # noqa: F401 - tilelang.language.fp8
 from .eager import empty
 from .alloc import alloc_fragment, alloc_global, alloc_local, alloc_reducer, alloc_shared, alloc_var, reshape, view
-from .extern import CUDASourceCodeKernel, access_ptr, call_extern, import_source, reinterpret
+from .extern import CUDASourceCodeKernel, access_ptr, call_extern, evaluate, import_source, reinterpret
 from ..layout import Fragment, Layout
 from .hopper import (alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive,
                      barrier_wait, create_list_of_mbarrier, dec_max_nreg, disable_warp_group_reg_alloc,

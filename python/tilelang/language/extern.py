@@ -1,12 +1,14 @@
 """Embedded CUDA: T.CUDASourceCodeKernel, a kernel whose body is CUDA source, launched
-through the same JIT, cache and argument checks as any other kernel. The finer-grained
-forms (T.call_extern, T.import_source, T.access_ptr, T.reinterpret) need support in the
-compiler core that it does not have yet; they are rejected with the reason."""
+through the same JIT, cache and argument checks as any other kernel; and the finer-grained
+forms inside a DSL kernel: T.import_source (source placed before the kernel),
+T.call_extern (a call of a function it defines), T.access_ptr (an element's address to
+pass to it), T.reinterpret (a bit cast) and T.evaluate."""
 from __future__ import annotations
 
 import os
 import re
 
+from .. import _C
 from ..errors import TileLangSyntaxError, TileLangTypeError, TileLangUnsupportedError
 from ..parser import builder as _builder
 
@@ -92,19 +94,104 @@ def CUDASourceCodeKernel(*blocks, threads=None, source_code_or_path, entry_name=
     b.source_kernel = SourceKernel(grid, block, source, entry_name)
 
 
-def _not_yet(name, instead):
-    def reject(*args, **kwargs):
-        raise _builder.error(TileLangUnsupportedError, f"T.{name} is not supported by this compiler yet", instead)
-    reject.__name__ = name
-    reject.__doc__ = f"Not supported yet: {instead}"
-    return reject
+def call_extern(dtype, func_name, *args):
+    """A call of the device (or, on the CPU target, C++) function `func_name`, which the
+    program brings (T.import_source, T.Kernel(prelude=), or a header of the toolchain), with
+    `args`; its value has `dtype` ("handle" or "void" for a call made for its effect, used
+    as a statement)."""
+    b = _builder.require("T.call_extern")
+    if not isinstance(func_name, str) or not func_name.isidentifier() and "::" not in func_name:
+        raise _builder.error(TileLangTypeError, f"T.call_extern: the function name must be an identifier, got "
+                             f"{func_name!r}")
+    return _C.call_typed(_dtype_name(dtype), "call_extern", [_C.string(func_name)] + [_as_expr(a) for a in args])
 
 
-call_extern = _not_yet("call_extern", "calls of external device functions need code generation support that is "
-                       "missing; put the whole kernel in CUDA source with T.CUDASourceCodeKernel")
-import_source = _not_yet("import_source", "source imported into generated code is not supported; put the whole "
-                         "kernel in CUDA source with T.CUDASourceCodeKernel")
-access_ptr = _not_yet("access_ptr", "raw pointers into buffers exist only for external calls, which are not "
-                      "supported; use T.CUDASourceCodeKernel for hand-written CUDA")
-reinterpret = _not_yet("reinterpret", "bit casts between types are not in the IR yet; use T.cast for a value "
-                       "conversion")
+def import_source(source=None):
+    """Source text (CUDA on cuda targets, C++ on the CPU) placed before the generated kernel,
+    where T.call_extern can call what it defines. None imports nothing."""
+    b = _builder.require("T.import_source")
+    if source is None:
+        return
+    if not isinstance(source, str):
+        raise _builder.error(TileLangTypeError, f"T.import_source takes source text, got {type(source).__name__}")
+    b.prelude.append(source)
+
+
+def access_ptr(base, access_type="r", *extents, offset=0, extent=None, ignore_last_ndim=0):
+    """The address of an element (A[i, j]), of a region's first element (A[i:, j:]) or of a
+    buffer's first element, plus `offset` elements: a pointer to pass to T.call_extern.
+    access_type ("r", "w", "rw" or 1, 2, 3) and the extents say what the callee touches
+    (accepted as upstream's; the compiler does not use them)."""
+    from ..ir import Buffer, Region, is_expr
+    b = _builder.require("T.access_ptr")
+    if access_type not in ("r", "w", "rw", 1, 2, 3):
+        raise _builder.error(TileLangTypeError, f"T.access_ptr: access_type must be 'r', 'w', 'rw' (or 1, 2, 3), "
+                             f"got {access_type!r}")
+    if ignore_last_ndim:
+        raise _builder.error(TileLangUnsupportedError, "T.access_ptr: ignore_last_ndim is not supported",
+                             "take the address of the element you mean (A[i, 0])")
+    if isinstance(base, Buffer):
+        load = base[tuple([0] * base.ndim)] if base.ndim > 1 else base[0]
+    elif isinstance(base, Region):
+        load = base.buffer[tuple(m for m, _ in base.ranges)] if len(base.ranges) > 1 else base.buffer[base.ranges[0][0]]
+    elif is_expr(base) and base.kind == "BufferLoad":
+        load = base
+    else:
+        raise _builder.error(TileLangTypeError, f"T.access_ptr: expected a buffer, a region or an element, got "
+                             f"{type(base).__name__}")
+    return _C.call_typed("handle", "address_of", [load, _as_expr(offset)])
+
+
+def reinterpret(*args):
+    """The bits of a value as another type of the same width: T.reinterpret(value, dtype)
+    (upstream's order; T.reinterpret(dtype, value) as in TVM is accepted too)."""
+    from ..ir import is_expr
+    _builder.require("T.reinterpret")
+    if len(args) != 2:
+        raise _builder.error(TileLangTypeError, f"T.reinterpret takes a value and a dtype, got {len(args)} arguments")
+    a, b = args
+    value, dtype = (b, a) if _is_dtype(a) and not _is_dtype(b) else (a, b)
+    if not _is_dtype(dtype):
+        raise _builder.error(TileLangTypeError, f"T.reinterpret: {dtype!r} is not a dtype")
+    return _C.call_typed(_dtype_name(dtype), "reinterpret", [_as_expr(value)])
+
+
+def evaluate(value):
+    """The call `value` made for its effect, as a statement (upstream's T.evaluate)."""
+    b = _builder.require("T.evaluate")
+    from ..ir import is_expr
+    if not is_expr(value):
+        return
+    b.emit(_C.evaluate(value))
+
+
+def _is_dtype(x):
+    try:
+        _dtype_name(x)
+        return True
+    except Exception:
+        return False
+
+
+def _dtype_name(dtype):
+    from .types import dtype as _dtype
+    name = str(_dtype(dtype)) if not isinstance(dtype, str) else dtype
+    if name == "void":
+        return "void"
+    _C.const(0, name)  # raises for an unknown dtype
+    return name
+
+
+def _as_expr(v):
+    from ..ir import is_expr
+    if is_expr(v):
+        return v
+    if isinstance(v, bool):
+        return _C.const(int(v), "bool")
+    if isinstance(v, int):
+        return _C.const(v, "int32" if -2**31 <= v < 2**31 else "int64")
+    if isinstance(v, float):
+        return _C.const(v, "float32")
+    if isinstance(v, str):
+        return _C.string(v)
+    raise _builder.error(TileLangTypeError, f"a value of Python type {type(v).__name__!r} cannot be passed here")

@@ -12,6 +12,7 @@ class KernelSpec:
     def __init__(self, grid, threads, prelude=None, cluster=None):
         self.grid = list(grid)
         self.threads = threads
+        self.prelude = prelude  # source placed before the kernel (as T.import_source)
         self.cluster = cluster  # [x, y, z] or None
 
 

@@ -128,7 +128,8 @@ def _parse(fn, enclosing, eager, arguments):
                           "the CUDA source is the whole kernel: keep only the T.CUDASourceCodeKernel(...) call")
         body = b.pop()
         b.set_line(p.fdef.lineno, p.fdef.col_offset)
-        handle = _C.make_prim_func(p.fdef.name, handles, body, {})
+        attrs = {"prelude": "\n".join(b.prelude)} if b.prelude else {}
+        handle = _C.make_prim_func(p.fdef.name, handles, body, attrs)
     finally:
         _builder.leave(prev)
     func = PrimFunc(handle, params, p.file, p.fdef.lineno, fn)

@@ -44,6 +44,7 @@ class Builder:
         self.outputs = []  # buffers made by T.empty: parameters the call allocates and returns
         self.eager = None  # parser.eager.EagerState while an eager @tilelang.jit function is parsed
         self.source_kernel = None  # language.extern.SourceKernel: the body is CUDA source
+        self.prelude = []  # source the program imports (T.import_source, T.Kernel(prelude=))
         self.mbarrier_list = None  # T.create_list_of_mbarrier's barriers, addressed by index
 
     # -- frames

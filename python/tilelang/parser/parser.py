@@ -522,6 +522,8 @@ class Parser:
             dtype = getattr(extent, "dtype", "int32")
             block_vars.append(_C.var(name, dtype if dtype in ("int32", "int64") else "int32"))
         thread_vars = [_C.var(n, "int32") for n in ("tx", "ty", "tz")[: len(spec.threads)]]
+        if spec.prelude is not None:
+            self.builder.prelude.append(spec.prelude)
         self.builder.kernels.append((thread_vars, spec.threads))
         self.builder.push()
         self.scopes.append(Scope(ir=True))

@@ -39,6 +39,11 @@ class WgslCodegen {
   explicit WgslCodegen(const WgslOptions& options) : options_(options) {}
 
   WgslKernel run(const PrimFunc& f) {
+    if (f->attrs.count("prelude"))
+      fail(ErrorKind::Unsupported, f->span,
+           "not supported on webgpu: imported source (T.import_source, T.Kernel(prelude=)) is C++/CUDA, which "
+           "a WGSL shader cannot include",
+           "run this kernel on target=\"cpu\" or \"cuda\"");
     // Host level: lets, then one kernel.
     std::vector<const LetStmtNode*> lets;
     Stmt s = f->body;
