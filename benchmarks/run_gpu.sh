@@ -9,6 +9,7 @@
 #                                         SWEEP_ONLY=ours|upstream: that sweep only, none: the suites
 #                                         only; HOPPER_SWITCHES=a,b: the suites again with those
 #                                         switch pass configs forced)
+#   bash benchmarks/run_gpu.sh autotune   (build, the 108-configuration GEMM tune twice: fresh, cached)
 #   bash benchmarks/run_gpu.sh attention  (build, the torch / eager suites on cuda, then the
 #                                         FlashAttention sweep against cuDNN and upstream TileLang)
 # The webgpu suite runs too when `import wgpu` works. On a machine without the Vulkan
@@ -59,6 +60,15 @@ if [ "$ONLY" = attention ]; then
   fi
   $PY benchmarks/hopper_table.py "$LOGS/attention_ours.jsonl" "$LOGS/attention_upstream.jsonl" | tee "$LOGS/attention_table.txt"
   (cd "$LOGS" && tar -czf attention_logs.tgz --remove-files $(ls | grep -v -e '^attention_table.*txt$' -e '\.tgz$'))
+  exit 0
+fi
+if [ "$ONLY" = autotune ]; then
+  # The 108-configuration GEMM tune twice (the second run from the cache), then the CPU target.
+  export TILELANG_CACHE_DIR=/tmp/tilelang-cache-autotune
+  rm -rf "$TILELANG_CACHE_DIR"
+  for run in first second; do
+    timeout ${SWEEP_TIMEOUT:-300} $PY benchmarks/autotune_bench.py --target cuda 2>> "$LOGS/autotune.err" | tee -a "$LOGS/autotune.jsonl"
+  done
   exit 0
 fi
 if [ "$ONLY" = hopper ]; then
