@@ -9,7 +9,7 @@
 #                                         SWEEP_ONLY=ours|upstream: that sweep only, none: the suites
 #                                         only; HOPPER_SWITCHES=a,b: the suites again with those
 #                                         switch pass configs forced)
-#   bash benchmarks/run_gpu.sh autotune   (build, the 108-configuration GEMM tune twice: fresh, cached)
+#   bash benchmarks/run_gpu.sh autotune   (build, the 126-configuration GEMM tune twice: fresh, cached)
 #   bash benchmarks/run_gpu.sh attention  (build, the torch / eager suites on cuda, then the
 #                                         FlashAttention sweep against cuDNN and upstream TileLang)
 # The webgpu suite runs too when `import wgpu` works. On a machine without the Vulkan
@@ -63,7 +63,7 @@ if [ "$ONLY" = attention ]; then
   exit 0
 fi
 if [ "$ONLY" = autotune ]; then
-  # The 108-configuration GEMM tune twice (the second run from the cache), then the CPU target.
+  # The 126-configuration GEMM tune twice (the second run from the cache), then the CPU target.
   export TILELANG_CACHE_DIR=/tmp/tilelang-cache-autotune
   rm -rf "$TILELANG_CACHE_DIR"
   for run in first second; do
