@@ -178,9 +178,15 @@ Stmt reduce_whole_tile(const TileOpNode& op, ReduceKind kind, bool clear, const 
     return (kind == ReduceKind::AbsSum || kind == ReduceKind::AbsMax) ? call("abs", {x}, sp) : x;
   };
   std::vector<Stmt> steps = {set_acc(identity(kind, t, sp))};
-  steps.push_back(ctx.over_owned(layout, [&](const std::vector<Expr>& idx) {
+  Stmt fold = ctx.over_owned(layout, [&](const std::vector<Expr>& idx) {
     return set_acc(combine(kind, acc_val, element(idx), sp));
-  }, sp, "r"));
+  }, sp, "r");
+  // A sum counts each element once: of a replicated tile, only the threads that hold the
+  // first copy of their elements add them (a maximum takes every copy alike).
+  bool counts_copies = kind == ReduceKind::Sum || kind == ReduceKind::AbsSum;
+  if (counts_copies && layout.replicas() > 1)
+    if (Expr first = layout.first_replica(ctx.thread, sp)) fold = std::make_shared<IfThenElseNode>(first, fold, nullptr, sp);
+  steps.push_back(fold);
   // Lanes of a warp by shuffles, warps (or, without shuffles, threads) through shared memory.
   int64_t width = std::min(threads, warp);
   for (int64_t m = width / 2; m >= 1; m /= 2) {

@@ -962,3 +962,32 @@ def test_a_pipeline_of_one_trip_compiles_for_hopper():
         pytest.skip(f"NVRTC is not available: {reason}")
     from tilelang.jit.kernel import _include_dir
     assert _C.nvrtc_compile(source, "one_trip.cu", "sm_90a", [_include_dir()])[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("kind", ["sum", "abssum", "max"])
+def test_whole_tile_reduction_of_a_replicated_fragment(target, kind):
+    """A 1-D fragment that a 2-D loop gives a row-replicated layout (each element held by
+    several threads) reduced as a whole: a sum counts each element once, not once per copy
+    (it was multiplied by the number of copies on the GPU targets)."""
+    reduce = {"sum": T.reduce_sum, "abssum": T.reduce_abssum, "max": T.reduce_max}[kind]
+
+    @T.prim_func
+    def main(W: T.Tensor((4,), F32), X: T.Tensor((4, 32), F32), S: T.Tensor((1,), F32), Y: T.Tensor((4, 32), F32)):
+        with T.Kernel(1, threads=128) as _:
+            w = T.alloc_fragment((4,), F32)
+            x = T.alloc_fragment((4, 32), F32)
+            total = T.alloc_fragment((1,), F32)
+            T.copy(W, w)
+            T.copy(X, x)
+            reduce(w, total, dim=0)
+            for i, j in T.Parallel(4, 32):
+                x[i, j] *= w[i]
+            T.copy(x, Y)
+            T.copy(total, S)
+
+    w = np.array([1, -2, 3, 4], np.float32)
+    x = np.ones((4, 32), np.float32)
+    s, y = tilelang.compile(main, out_idx=[2, 3], target=target)(w, x)
+    expected = {"sum": w.sum(), "abssum": np.abs(w).sum(), "max": w.max()}[kind]
+    np.testing.assert_allclose(np.asarray(s), [expected])
+    np.testing.assert_allclose(np.asarray(y), x * w[:, None])
