@@ -62,14 +62,35 @@ class UseCollector : public IRVisitor {
   std::vector<const ForNode*> stack_;
 };
 
-// Whether e reads memory or a variable bound inside the loop body.
-bool loop_invariant_but_for(const Expr& e, const std::unordered_set<const VarNode*>& inner_vars) {
+// Whether e can be evaluated iterations ahead: it reads no variable bound inside the loop
+// body and no memory but global tensors the kernel never writes (a paged cache's block
+// table).
+bool loop_invariant_but_for(const Expr& e, const std::unordered_set<const VarNode*>& inner_vars,
+                            const std::unordered_set<const BufferNode*>& written) {
   bool ok = true;
   for_each_expr(std::make_shared<EvaluateNode>(e), [&](const ExprNode* n) {
-    if (dynamic_cast<const BufferLoadNode*>(n)) ok = false;
+    if (auto* l = dynamic_cast<const BufferLoadNode*>(n))
+      ok = ok && l->buffer->is_global() && !written.count(l->buffer.get());
     if (auto* v = dynamic_cast<const VarNode*>(n)) ok = ok && !inner_vars.count(v);
   });
   return ok;
+}
+
+// The statements of a loop body with the names it binds to index arithmetic (`p = k * 64`,
+// also `page = table[k]` of a tensor the kernel never writes) replaced by their values, so
+// that copies addressed through them can be issued ahead like copies written inline.
+std::vector<Stmt> statements_with_lets_inlined(const Stmt& body, const std::unordered_set<const BufferNode*>& written) {
+  std::vector<Stmt> out;
+  for (const Stmt& s : flatten_seq(body)) {
+    auto* l = as<LetStmtNode>(s);
+    if (l && loop_invariant_but_for(l->value, {}, written)) {
+      for (const Stmt& x : statements_with_lets_inlined(substitute(l->body, {{l->var.get(), l->value}}), written))
+        out.push_back(x);
+    } else {
+      out.push_back(s);
+    }
+  }
+  return out;
 }
 
 std::unordered_set<const VarNode*> vars_bound_in(const Stmt& s) {
@@ -214,6 +235,7 @@ class SoftwarePipeline : public IRMutator {
 
   Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
     kernel_ = n;
+    kernel_writes_ = buffers_written(n->body);
     hoisted_ = {};
     tma_pipelines_ = 0;
     multicasts_ = false;
@@ -532,8 +554,8 @@ class SoftwarePipeline : public IRMutator {
   // The schedule above, or null when the loop has no producer.
   Stmt pipeline(const ForNode* loop, const Stmt& body, int64_t S, const std::string& where) {
     Span sp = loop->span;
-    std::vector<Stmt> stmts = flatten_seq(body);
-    auto inner_vars = vars_bound_in(body);
+    std::vector<Stmt> stmts = statements_with_lets_inlined(body, kernel_writes_);
+    auto inner_vars = vars_bound_in(make_seq(stmts, sp));
     std::vector<std::unordered_set<const BufferNode*>> writes;
     for (auto& x : stmts) writes.push_back(buffers_written(x));
     std::vector<bool> is_producer(stmts.size(), false);
@@ -550,7 +572,8 @@ class SoftwarePipeline : public IRMutator {
         if (j != i) ok = !writes[j].count(dst.get()) && !writes[j].count(src.get());
       for (auto& r : op->regions)
         for (auto& rg : r.ranges)
-          ok = ok && loop_invariant_but_for(rg.min, inner_vars) && loop_invariant_but_for(rg.extent, inner_vars);
+          ok = ok && loop_invariant_but_for(rg.min, inner_vars, kernel_writes_) &&
+               loop_invariant_but_for(rg.extent, inner_vars, kernel_writes_);
       if (!ok) continue;
       std::vector<Expr> shape = {c(S)};
       shape.insert(shape.end(), dst->shape.begin(), dst->shape.end());
@@ -705,6 +728,7 @@ class SoftwarePipeline : public IRMutator {
   } hoisted_;
   int tma_pipelines_ = 0;
   bool multicasts_ = false;  // the kernel's TMA pipeline multicasts across its cluster
+  std::unordered_set<const BufferNode*> kernel_writes_;  // every buffer the kernel writes
   bool last_overlap_ = false;  // the last pipeline's final T.gemm runs one iteration behind
   bool last_tma_ = false;
   BufferUses uses_;
