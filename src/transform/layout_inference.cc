@@ -374,6 +374,22 @@ class LayoutInference : public IRVisitor {
         if (k == driver_i) decide(buf, driver->row_replicated(shape), n->span);
         else if (k == driver_j) decide(buf, driver->col_replicated(shape), n->span);
       }
+    } else if (vars.size() == 1) {
+      // A 1-D loop over rank-1 fragments of one shape (`d[i] = d[i] + m[i]`): those without
+      // a layout of their own follow the one a reduction or copy gave (as a copy's would).
+      const TilePartition* known = nullptr;
+      for (auto& [buf, idx] : accesses) {
+        auto it = decided_.find(buf.get());
+        if (idx.size() == 1 && var_at(idx[0]) == 0 && it != decided_.end() && it->second.derived) {
+          known = &it->second.layout;
+          break;
+        }
+      }
+      if (known)
+        for (auto& [buf, idx] : accesses)
+          if (idx.size() == 1 && var_at(idx[0]) == 0 && !decided_.count(buf.get()) &&
+              constant_shape(buf, n->span) == known->shape())
+            decide(buf, *known, n->span);
     }
     IRVisitor::visit_for(n);
   }

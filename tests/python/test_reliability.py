@@ -991,3 +991,30 @@ def test_whole_tile_reduction_of_a_replicated_fragment(target, kind):
     expected = {"sum": w.sum(), "abssum": np.abs(w).sum(), "max": w.max()}[kind]
     np.testing.assert_allclose(np.asarray(s), [expected])
     np.testing.assert_allclose(np.asarray(y), x * w[:, None])
+
+
+def test_rank1_fragment_follows_its_partner_in_a_1d_loop(target):
+    """A rank-1 fragment used only in 1-D loops (`d[i] = d[i] + m[i]`, `e[i] = m[i] * 2`)
+    takes the layout a reduction gave its partner, instead of a default that puts the
+    elements on other threads (a layout error on the GPU targets before)."""
+    @T.prim_func
+    def main(X: T.Tensor((16, 64), F32), D: T.Tensor((16,), F32), E: T.Tensor((16,), F32)):
+        with T.Kernel(1, threads=128) as _:
+            x = T.alloc_fragment((16, 64), F32)
+            m = T.alloc_fragment((16,), F32)
+            d = T.alloc_fragment((16,), F32)
+            e = T.alloc_fragment((16,), F32)
+            T.copy(X, x)
+            T.reduce_max(x, m, dim=1)
+            T.clear(d)
+            for i in T.Parallel(16):
+                d[i] = d[i] + m[i]
+            for i in T.Parallel(16):
+                e[i] = m[i] * 2.0
+            T.copy(d, D)
+            T.copy(e, E)
+
+    x = np.random.default_rng(0).standard_normal((16, 64)).astype(np.float32)
+    d, e = tilelang.compile(main, out_idx=[1, 2], target=target)(x)
+    np.testing.assert_allclose(np.asarray(d), x.max(axis=1))
+    np.testing.assert_allclose(np.asarray(e), 2 * x.max(axis=1))
