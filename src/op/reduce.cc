@@ -234,6 +234,11 @@ Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
   const TilePartition* dst_layout = ctx.layout_of(dst.buffer);
   if (layout && rank == 1 && dst_layout && dst_layout->kind() == TilePartition::Kind::Broadcast)
     return reduce_whole_tile(op, kind, clear, *layout, ctx);
+  if (layout && !dst_layout)
+    fail(ErrorKind::Unsupported, sp,
+         op_name(op) + " on target " + ctx.target.kind + " writes its result to a fragment; the destination " +
+             region_str(dst) + " is in scope " + dst.buffer->scope,
+         "reduce into a T.alloc_fragment buffer, then T.copy it where it is needed");
   if (!layout || !dst_layout || !layout->is_2d() || layout->replicas() != 1 || !(last || (dim == 0 && rank == 2)))
     fail(ErrorKind::Unsupported, sp,
          op_name(op) + " on target " + ctx.target.kind + " reduces fragments of rank >= 2 over their last "
