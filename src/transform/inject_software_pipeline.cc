@@ -299,8 +299,13 @@ class SoftwarePipeline : public IRMutator {
         line += " (order/stage given: scheduled copies first, the compiler's own order)";
       report.push_back(line);
       return out;
+    } else if (not_ahead_.empty()) {
+      report.push_back(where + "runs in order (it has no global -> shared T.copy to issue ahead)");
     } else {
-      report.push_back(where + "runs in order (no global -> shared T.copy it could issue ahead)");
+      // The program asked for a pipeline and has copies to overlap: a slower schedule.
+      std::string line = where + "runs in order [slower path: no copy can be issued ahead: ";
+      for (size_t k = 0; k < not_ahead_.size(); ++k) line += (k ? "; " : "") + not_ahead_[k];
+      report.push_back(line + "]");
     }
     return with_loop_body(n, body, ForKind::Serial, {});
   }
@@ -560,21 +565,31 @@ class SoftwarePipeline : public IRMutator {
     for (auto& x : stmts) writes.push_back(buffers_written(x));
     std::vector<bool> is_producer(stmts.size(), false);
     std::unordered_map<const BufferNode*, Buffer> staged;
+    not_ahead_.clear();
     for (size_t i = 0; i < stmts.size(); ++i) {
       auto* op = as<TileOpNode>(stmts[i]);
       if (!op || op->op != "copy" || op->regions.size() != 2 || op->attrs.count("tma")) continue;
       const Buffer &src = op->regions[0].buffer, &dst = op->regions[1].buffer;
-      if (!src->is_global() || !dst->is_shared() || staged.count(dst.get())) continue;
+      if (!src->is_global() || !dst->is_shared()) continue;
+      // Why a global -> shared copy cannot be issued ahead (empty when it can).
+      std::string why;
       auto u = uses_.loops.find(dst.get());
-      if (u == uses_.loops.end() || u->second.size() != 1 || !u->second.count(loop)) continue;
-      bool ok = true;
-      for (size_t j = 0; j < stmts.size() && ok; ++j)
-        if (j != i) ok = !writes[j].count(dst.get()) && !writes[j].count(src.get());
+      if (staged.count(dst.get())) why = "another copy of the loop fills " + dst->name;
+      else if (u == uses_.loops.end() || u->second.size() != 1 || !u->second.count(loop))
+        why = dst->name + " is used outside the loop";
+      for (size_t j = 0; j < stmts.size() && why.empty(); ++j)
+        if (j != i && writes[j].count(dst.get())) why = "another statement of the loop writes " + dst->name;
+        else if (j != i && writes[j].count(src.get())) why = "the loop writes " + src->name;
       for (auto& r : op->regions)
         for (auto& rg : r.ranges)
-          ok = ok && loop_invariant_but_for(rg.min, inner_vars, kernel_writes_) &&
-               loop_invariant_but_for(rg.extent, inner_vars, kernel_writes_);
-      if (!ok) continue;
+          if (why.empty() && !(loop_invariant_but_for(rg.min, inner_vars, kernel_writes_) &&
+                               loop_invariant_but_for(rg.extent, inner_vars, kernel_writes_)))
+            why = "its region depends on a value computed inside the loop or on memory the kernel writes";
+      if (!why.empty()) {
+        not_ahead_.push_back("T.copy " + src->name + " -> " + dst->name + " (line " + std::to_string(op->span.line) +
+                             "): " + why);
+        continue;
+      }
       std::vector<Expr> shape = {c(S)};
       shape.insert(shape.end(), dst->shape.begin(), dst->shape.end());
       staged[dst.get()] = make_buffer(dst->name, dst->dtype, shape, dst->scope, dst->span);
@@ -734,6 +749,7 @@ class SoftwarePipeline : public IRMutator {
   BufferUses uses_;
   std::unordered_map<const BufferNode*, Buffer> staged_;
   std::vector<std::string> last_staged_, last_multicast_;
+  std::vector<std::string> not_ahead_;  // the loop's copies that cannot be issued ahead, and why
   std::string no_multicast_;  // why a cluster kernel's pipeline multicasts nothing
 };
 

@@ -1035,3 +1035,24 @@ def test_reduce_into_shared_names_the_destination():
     with pytest.raises(TileLangUnsupportedError, match=r"T.reduce_max on target cuda writes its result to a "
                                                         r"fragment; the destination m_shared.* is in scope shared"):
         _C.lower(main.handle, CUDA)
+
+
+def test_a_pipeline_that_runs_in_order_says_why():
+    """T.Pipelined with stages whose copy cannot be issued ahead (its tile is read after the
+    loop) runs in order: a slower path than the program asked for, named with the copy and
+    the reason (it said only "no copy it could issue ahead" before, and did not warn)."""
+    @T.prim_func
+    def main(K: T.Tensor((16, 64, 64), "float16"), O: T.Tensor((64, 64), F32)):
+        with T.Kernel(1, threads=128) as _:
+            K_s = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), F32)
+            T.clear(acc)
+            for t in T.Pipelined(16, num_stages=2):
+                T.copy(K[t, 0:64, 0:64], K_s)
+                for i, j in T.Parallel(64, 64):
+                    acc[i, j] += K_s[i, j]
+            T.copy(K_s, O)
+
+    report = _C.lower(main.handle, "cuda -arch=sm_80").lowering_report()
+    assert re.search(r"T.Pipelined\(num_stages=2\) runs in order \[slower path: no copy can be issued ahead: "
+                     r"T.copy K -> K_s \(line \d+\): K_s is used outside the loop\]", report), report
