@@ -43,6 +43,16 @@ if [ "$ONLY" = attention ]; then
     tests/python/test_torch_op.py tests/python/test_layout_pictures.py tests/python/test_eager_jit.py \
     tests/python/test_engine_and_extern.py > "$LOGS/pytest_attention.log" 2>&1; tail -1 "$LOGS/pytest_attention.log"
   grep -E "^(FAILED|ERROR)" "$LOGS/pytest_attention.log" | head -20
+  echo "== attention examples on cuda (tests, then each example's own check and timing)"
+  TILELANG_TEST_TARGETS=cuda timeout ${HOPPER_TEST_TIMEOUT:-600} $PY -m pytest -q -p no:cacheprovider \
+    tests/python/test_examples_attention_fwd.py tests/python/test_examples_attention_bwd.py \
+    tests/python/test_examples_decode.py > "$LOGS/pytest_examples.log" 2>&1; tail -1 "$LOGS/pytest_examples.log"
+  grep -E "^(FAILED|ERROR)" "$LOGS/pytest_examples.log" | head -20
+  for example in examples/attention/*.py; do
+    name=$(basename "$example" .py)
+    timeout ${EXAMPLE_TIMEOUT:-120} $PY "$example" > "$LOGS/example_$name.log" 2>&1
+    echo "$name (exit $?): $(tail -3 "$LOGS/example_$name.log" | tr '\n' ' ')"
+  done
   echo "== attention sweep: ours"
   ATTENTION_SWEEP_DUMP=$LOGS/kernel.attention.ours.cu timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_sweep.py \
     --label ours --refs > "$LOGS/attention_ours.jsonl" 2> "$LOGS/attention_ours.err"; tail -2 "$LOGS/attention_ours.err"
