@@ -59,20 +59,38 @@ Stmt ThreadContext::over_points(const std::string& op_name, const BufferRegion& 
   }
   if (const TilePartition* layout = layout_of(driver.buffer)) {
     std::vector<int> dims = non_unit_dims(driver);
+    // Part of a fragment: each thread walks what it owns of the whole fragment and takes
+    // the elements inside the region (their point relative to the region's start).
+    std::vector<Expr> mins;
+    std::vector<int64_t> exts;
+    bool whole = true;
     for (size_t d = 0; d < driver.ranges.size(); ++d) {
       const int64_t* mn = const_int(driver.ranges[d].min);
       const int64_t* ext = const_int(driver.ranges[d].extent);
       const int64_t* full = const_int(driver.buffer->shape[d]);
-      if (!mn || *mn != 0 || !ext || !full || *ext != *full)
+      if (!ext || !full)
         fail(ErrorKind::Unsupported, span,
-             op_name + " on part of the fragment '" + driver.buffer->name + "' is not supported on target " +
-                 target.kind,
-             "operate on the whole fragment");
+             op_name + " on part of the fragment '" + driver.buffer->name + "' with a symbolic extent is not "
+                 "supported on target " + target.kind,
+             "use constant extents");
+      whole = whole && mn && *mn == 0 && *ext == *full;
+      mins.push_back(driver.ranges[d].min);
+      exts.push_back(*ext);
     }
-    return over_owned(*layout, [&](const std::vector<Expr>& index) {
+    return over_owned(*layout, [&](const std::vector<Expr>& index) -> Stmt {
       std::vector<Expr> point;
-      for (int d : dims) point.push_back(index[d]);
-      return body(point);
+      for (int d : dims) point.push_back(whole ? index[d] : sub(index[d], mins[d], span));
+      Stmt s = body(point);
+      if (whole) return s;
+      Expr inside;
+      for (size_t d = 0; d < index.size(); ++d) {
+        if (exts[d] == *const_int(driver.buffer->shape[d])) continue;
+        Expr rel = sub(index[d], mins[d], span);
+        Expr c = binary(BinaryOp::And, binary(BinaryOp::GE, rel, make_int(0), span),
+                        binary(BinaryOp::LT, rel, make_int(exts[d]), span), span);
+        inside = inside ? binary(BinaryOp::And, inside, c, span) : c;
+      }
+      return inside ? std::make_shared<IfThenElseNode>(inside, s, nullptr, span) : s;
     }, span);
   }
   if (extents.empty()) return body({});

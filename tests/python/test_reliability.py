@@ -1056,3 +1056,33 @@ def test_a_pipeline_that_runs_in_order_says_why():
     report = _C.lower(main.handle, "cuda -arch=sm_80").lowering_report()
     assert re.search(r"T.Pipelined\(num_stages=2\) runs in order \[slower path: no copy can be issued ahead: "
                      r"T.copy K -> K_s \(line \d+\): K_s is used outside the loop\]", report), report
+
+
+@pytest.mark.parametrize("rows, cols", [((0, 4), (0, 64)), ((4, 12), (8, 40)), ((15, 16), (0, 64))])
+def test_copy_of_part_of_a_fragment(target, rows, cols):
+    """T.copy of a region of a fragment (rows r0:r1, columns c0:c1) into global memory and
+    back into part of another fragment: each thread takes what it owns inside the region
+    (it was refused on the GPU targets)."""
+    (r0, r1), (c0, c1) = rows, cols
+
+    @T.prim_func
+    def main(X: T.Tensor((16, 64), F32), Y: T.Tensor((16, 64), F32), Z: T.Tensor((16, 64), F32)):
+        with T.Kernel(1, threads=128) as _:
+            x = T.alloc_fragment((16, 64), F32)
+            z = T.alloc_fragment((16, 64), F32)
+            T.copy(X, x)
+            T.fill(z, -1.0)
+            T.copy(x[r0:r1, c0:c1], Y[r0:r1, c0:c1])
+            T.copy(X[r0:r1, c0:c1], z[r0:r1, c0:c1])
+            T.copy(z, Z)
+
+    x = np.random.default_rng(0).standard_normal((16, 64)).astype(np.float32)
+    y0 = np.full((16, 64), 7.0, np.float32)
+    kernel = tilelang.compile(main, target=target)
+    y, z = y0.copy(), np.zeros((16, 64), np.float32)
+    kernel(x, y, z)
+    expected_y, expected_z = y0.copy(), np.full((16, 64), -1.0, np.float32)
+    expected_y[r0:r1, c0:c1] = x[r0:r1, c0:c1]
+    expected_z[r0:r1, c0:c1] = x[r0:r1, c0:c1]
+    np.testing.assert_array_equal(y, expected_y)
+    np.testing.assert_array_equal(z, expected_z)
