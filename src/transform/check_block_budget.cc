@@ -87,7 +87,8 @@ class BlockBudget : public IRVisitor {
         if (seen.insert(b.alloc->buffer.get()).second) items.push_back({b.alloc, b.bytes});
       total = use.dyn_bytes + use.static_bytes;
     } else {
-      // One workgroup array per shared buffer, of 32-bit words at least (codegen_wgsl).
+      // One workgroup array per shared buffer, of 32-bit words at least but for float16
+      // (codegen_wgsl).
       collect_shared(k->body, items);
       for (auto& it : items) total += it.bytes;
     }
@@ -122,7 +123,9 @@ class BlockBudget : public IRVisitor {
       void visit_allocate(const AllocateNode* n) override {
         const Buffer& b = n->buffer;
         int64_t count = b->const_size();
-        if (b->is_shared() && count >= 0) out->push_back({n, count * std::max(4, b->dtype.bytes())});
+        // float16 is an array<f16> (2 bytes an element); other narrow types widen to 32 bits.
+        int64_t elem = b->dtype == DataType::Float(16) ? 2 : std::max(4, b->dtype.bytes());
+        if (b->is_shared() && count >= 0) out->push_back({n, count * elem});
         IRVisitor::visit_allocate(n);
       }
     } c;

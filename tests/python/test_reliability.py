@@ -1086,3 +1086,21 @@ def test_copy_of_part_of_a_fragment(target, rows, cols):
     expected_z[r0:r1, c0:c1] = x[r0:r1, c0:c1]
     np.testing.assert_array_equal(y, expected_y)
     np.testing.assert_array_equal(z, expected_z)
+
+
+def test_webgpu_counts_float16_shared_tiles_at_two_bytes():
+    """A float16 workgroup array takes 2 bytes an element (it was counted at 4, which halved
+    the float16 tiles that fit an adapter's shared memory)."""
+    def tile_copy(rows):
+        @T.prim_func
+        def main(A: T.Tensor((rows, 128), "float16"), B: T.Tensor((rows, 128), "float16")):
+            with T.Kernel(1, threads=128) as _:
+                s = T.alloc_shared((rows, 128), "float16")
+                T.copy(A, s)
+                T.copy(s, B)
+        return main
+
+    # Without an adapter, the limit is WebGPU's guaranteed 16 KiB.
+    tilelang.lower(tile_copy(64), target="webgpu")  # 16384 bytes: fits
+    with pytest.raises(TileLangUnsupportedError, match=r"the kernel needs 24576 bytes .* allows at most 16384"):
+        tilelang.lower(tile_copy(96), target="webgpu")
