@@ -205,6 +205,7 @@ class PrimFunc:
         self.line = line
         self.fn = fn
         self.out_idx = None  # the T.empty outputs' parameter indices, when the function returns them
+        self.workspace_idx = []  # T.alloc_global buffers' parameter indices (allocated by the call)
         self.source_kernel = None  # language.extern.SourceKernel when the body is CUDA source
         self.__name__ = handle.name
         self.__doc__ = getattr(fn, "__doc__", None)

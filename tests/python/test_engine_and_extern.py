@@ -1,8 +1,8 @@
 """tilelang.engine (lower, KernelParam, the CUDA post-processing callback),
 tilelang.language.fp8, T.Layout / T.Fragment, T.thread_binding, T.CUDASourceCodeKernel,
 external functions in a DSL kernel (T.import_source, T.call_extern, T.access_ptr,
-T.reinterpret, T.evaluate), and the names rejected with a reason (T.alloc_global,
-T.reshape, T.view)."""
+T.reinterpret, T.evaluate), T.alloc_global workspaces, and the names rejected with a reason
+(T.reshape, T.view)."""
 import numpy as np
 import pytest
 
@@ -203,7 +203,6 @@ def _thread_y_kernel():
 
 # ---------------------------------------------------------------- names rejected with a reason
 @pytest.mark.parametrize("name, call", [
-    ("alloc_global", lambda A: T.alloc_global((16,), "float32")),
     ("reshape", lambda A: T.reshape(A, (4, 4))),
     ("view", lambda A: T.view(A, (4, 4))),
 ])
@@ -214,6 +213,50 @@ def test_unsupported_names_are_typed_errors(name, call):
             with T.Kernel(1) as _:
                 call(A)
     assert ei.value.file == __file__ and ei.value.hint
+
+
+# ---------------------------------------------------------------- T.alloc_global
+def two_pass_sum(N, blocks=4):
+    """P[b] = the sum of 2 A over block b's slice, through a workspace (T.alloc_global): the
+    block writes its doubled slice into W[b] and sums it back. The call allocates W and
+    never returns it."""
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), P: T.Tensor((blocks,), "float32")):
+        W = T.alloc_global((blocks, N // blocks), "float32")
+        with T.Kernel(blocks, threads=32) as b:
+            for i in T.serial(N // blocks):
+                W[b, i] = A[b * (N // blocks) + i] * 2.0
+            P[b] = 0.0
+            for i in T.serial(N // blocks):
+                P[b] = P[b] + W[b, i]
+
+    return main
+
+
+def test_alloc_global_is_a_workspace_the_call_allocates(target):
+    func = two_pass_sum(64)
+    assert func.workspace_idx == [2] and [p.name for p in func.params] == ["A", "P", "W"]
+    kernel = tilelang.compile(func, out_idx=[-1], target=target)  # -1 is P: the workspace is not counted
+    assert [p.name for p in kernel.input_params] == ["A"] and kernel.workspace_idx == [2]
+    a = np.arange(64, dtype=np.float32)
+    p = np.asarray(kernel(a))
+    np.testing.assert_allclose(p, 2 * a.reshape(4, 16).sum(axis=1))
+    p2 = np.asarray(kernel(a))  # the fast path of a repeated call allocates it too
+    np.testing.assert_allclose(p2, p)
+    out = np.zeros(4, np.float32)
+    kernel(a, out)  # outputs given: the workspace is still not an argument
+    np.testing.assert_allclose(out, p)
+    with pytest.raises(TypeError, match=r"takes 1 argument\(s\) \(A\), got 3"):
+        kernel(a, out, np.zeros((4, 16), np.float32))
+
+
+def test_alloc_global_inside_the_kernel_is_an_error():
+    with pytest.raises(TileLangSyntaxError, match="T.alloc_global is used inside a kernel body"):
+        @T.prim_func
+        def f(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1) as _:
+                W = T.alloc_global((16,), "float32")  # noqa: F841
 
 
 # ---------------------------------------------------------------- external functions in a DSL kernel

@@ -183,6 +183,11 @@ class JITKernel:
     config = None
     ref_latency = None
 
+    @property
+    def workspace_idx(self):
+        """Parameter indices of the T.alloc_global workspaces (each call allocates them)."""
+        return list(self._workspace_idx)
+
     def update_tuner_result(self, latency, config, ref_latency):
         self.latency, self.config, self.ref_latency = latency, config, ref_latency
         return self
@@ -206,12 +211,17 @@ class JITKernel:
         self.compile_flags = list(compile_flags or [])
         self.verbose = verbose
         params = func.params
-        self.out_idx = _normalise_out_idx(out_idx, params)
+        # T.alloc_global workspaces are the last parameters: out_idx counts without them.
+        n_workspaces = len(getattr(func, "workspace_idx", []) or [])
+        self.out_idx = _normalise_out_idx(out_idx, params[:len(params) - n_workspaces])
         for j in self.out_idx:
             if params[j].kind != "buffer":
                 raise ValueError(f"out_idx names parameter '{params[j].name}', which is a scalar")
         self.params = params
-        self.input_params = [p for i, p in enumerate(params) if i not in self.out_idx]
+        # T.alloc_global workspaces: allocated by each call like outputs, never passed or returned.
+        self._workspace_idx = list(getattr(func, "workspace_idx", []) or [])
+        self._allocated_idx = sorted(set(self.out_idx) | set(self._workspace_idx))
+        self.input_params = [p for i, p in enumerate(params) if i not in self._allocated_idx]
         self._shape_vars = func.handle.shape_vars()
         self._compile()
         self._prepare_call()
@@ -252,7 +262,7 @@ class JITKernel:
         self._param_np_dtypes = [numpy_dtype(p.dtype) for p in self.params]
         self._scalar_rules = [scalar_rule(p.dtype) if p.kind == "scalar" else None for p in self.params]
         # The buffers a call must be able to write: those the kernel writes, and outputs.
-        self._written = set(self.prim_func.handle.written_params()) | set(self.out_idx)
+        self._written = set(self.prim_func.handle.written_params()) | set(self._allocated_idx)
         if self.prim_func.source_kernel is not None:  # CUDA source: any buffer may be written
             self._written |= {i for i, p in enumerate(self.params) if p.kind == "buffer"}
         # The fast path (see _signature): parameter positions of the arguments, with and
@@ -261,8 +271,10 @@ class JITKernel:
         no_scalars = all(p.kind == "buffer" for p in self.params)
         self._plans = {} if no_scalars and not takes_arrays else None
         self._last_plan = None
-        self._arg_positions = {len(self.params): list(range(len(self.params))),
-                               len(self.input_params): [i for i in range(len(self.params)) if i not in self.out_idx]}
+        n_passed = len(self.params) - len(self._workspace_idx)  # outputs given too
+        self._arg_positions = {n_passed: [i for i in range(len(self.params)) if i not in self._workspace_idx],
+                               len(self.input_params): [i for i in range(len(self.params))
+                                                        if i not in self._allocated_idx]}
         self._shape_var_names = [v.name for v in self._shape_vars]
         self._dim_specs = [[dim_spec(e) for e in p.shape] if p.kind == "buffer" else None for p in self.params]
         self._stride_specs = [[dim_spec(e) for e in p.strides] if p.kind == "buffer" else None
@@ -292,10 +304,10 @@ class JITKernel:
         for i, a in zip(positions, args):
             values[i] = a.__array_interface__["data"][0] if isinstance(a, np.ndarray) else a.data_ptr()
         like = args[like_pos] if like_pos is not None else None
-        outputs = []
+        outputs, keep_alive = [], []
         for i, shape in out_shapes:
             out = allocate(lib, shape, self.params[i].dtype, like)
-            outputs.append(out)
+            (keep_alive if i in self._workspace_idx else outputs).append(out)
             values[i] = out.__array_interface__["data"][0] if isinstance(out, np.ndarray) else out.data_ptr()
         if self._backend.device == "cuda":
             if stream is None and lib == "torch":
@@ -324,7 +336,7 @@ class JITKernel:
         self._last_plan = None
         name = self.prim_func.name
         n_in = len(self.input_params)
-        if len(args) == len(self.params) and self.out_idx:
+        if len(args) == len(self.params) - len(self._workspace_idx) and self.out_idx:
             outputs_given = True
         elif len(args) == n_in:
             outputs_given = False
@@ -340,7 +352,7 @@ class JITKernel:
         lib, like = "numpy", None
         arg_iter = iter(args)
         for i, p in enumerate(self.params):
-            if i in self.out_idx and not outputs_given:
+            if (i in self.out_idx and not outputs_given) or i in self._workspace_idx:
                 continue
             a = next(arg_iter)
             if p.kind == "scalar":
@@ -361,22 +373,22 @@ class JITKernel:
             arrays[i] = v.obj
         binder.finish()
         outputs = []
-        if not outputs_given:
-            for i in self.out_idx:
-                p = self.params[i]
-                shape = tuple(binder.evaluate(e) for e in p.shape)
-                out = allocate(lib, shape, p.dtype, like)
+        allocated = []  # (index, array): outputs not given, and workspaces
+        for i in ([] if outputs_given else self.out_idx) + self._workspace_idx:
+            p = self.params[i]
+            shape = tuple(binder.evaluate(e) for e in p.shape)
+            out = allocate(lib, shape, p.dtype, like)
+            allocated.append((i, out))
+            if i not in self._workspace_idx:
                 outputs.append(out)
-                v = view_of(out, p.name)
-                values[i] = _stage(out, keep) if device == "cuda" and v.lib == "numpy" else v.ptr
-                arrays[i] = out
+            v = view_of(out, p.name)
+            values[i] = _stage(out, keep) if device == "cuda" and v.lib == "numpy" else v.ptr
+            arrays[i] = out
         shapes = {n: binder.values.get(n, 0) for n in self._shape_var_names}
         if self._plans is not None and not keep and lib in ("numpy", "torch"):
             like_pos = next((k for k, a in enumerate(args) if a is like), None) if like is not None else None
             if like is None or like_pos is not None:
-                self._last_plan = ([] if outputs_given else
-                                   [(i, tuple(o.shape)) for i, o in zip(self.out_idx, outputs)],
-                                   shapes, lib, like_pos)
+                self._last_plan = ([(i, tuple(o.shape)) for i, o in allocated], shapes, lib, like_pos)
         if device == "cuda":
             if stream is None and lib == "torch":
                 stream = _current_torch_stream(like.device)

@@ -77,7 +77,7 @@ def _schema(kernel, op: str) -> str:
     written = kernel._written
     args, alias = [], 0
     for i, p in enumerate(kernel.params):
-        if i in kernel.out_idx:
+        if i in kernel.out_idx or i in kernel.workspace_idx:
             continue
         if p.kind == "scalar":
             args.append(f"{_scalar_type(p.dtype)} {p.name}")
@@ -99,7 +99,8 @@ class _FakeOutputs:
     def __init__(self, kernel):
         self.kernel = kernel
         self.name = kernel.prim_func.name
-        self.inputs = [(i, p) for i, p in enumerate(kernel.params) if i not in kernel.out_idx]
+        self.inputs = [(i, p) for i, p in enumerate(kernel.params)
+                       if i not in kernel.out_idx and i not in kernel.workspace_idx]
         self.specs = {i: [dim_spec(e) for e in p.shape] for i, p in enumerate(kernel.params) if p.kind == "buffer"}
 
     def _bind(self, args):

@@ -55,10 +55,24 @@ def _unsupported(what, hint):
 
 
 def alloc_global(shape, dtype, scope="global"):
-    """Not supported yet: a device-memory workspace shared by the kernel's blocks needs an
-    allocation made by the launch, which the runtime does not make."""
-    _unsupported("T.alloc_global", "allocate the workspace on the host and pass it as a parameter (or declare an "
-                 "output with T.empty)")
+    """A workspace in device (global) memory that every block of the kernel can reach: the
+    call allocates it (uninitialised, like torch.empty) and frees it after the call; it is
+    not an argument and is not returned. Its shape may use the function's shape symbols.
+    Declare it before `with T.Kernel(...)`."""
+    from ..errors import TileLangSyntaxError, TileLangTypeError
+    b = _builder.require("T.alloc_global")
+    if scope != "global":
+        raise _builder.error(TileLangTypeError, f"T.alloc_global: scope must be 'global', got {scope!r}",
+                             "use T.alloc_shared / T.alloc_fragment for on-chip buffers")
+    if b.kernels or len(b.frames) != 1:
+        raise _builder.error(TileLangSyntaxError, "T.alloc_global is used inside a kernel body or a loop/branch",
+                             "declare the workspace at the top of the function, before `with T.Kernel(...)`")
+    if not isinstance(shape, (tuple, list)):
+        shape = (shape,)
+    name = b.take_name(f"workspace{len(b.workspaces)}")
+    buf = Buffer(_C.make_buffer(name, canonical(dtype), list(shape), "global", None))
+    b.workspaces.append(buf)
+    return buf
 
 
 def reshape(src, shape):

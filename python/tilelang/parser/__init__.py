@@ -120,7 +120,7 @@ def _parse(fn, enclosing, eager, arguments):
         if eager is not None:
             handles, params = eager.params(p)
         outputs = _returned_outputs(p, b, returned)
-        for buf in outputs:
+        for buf in outputs + b.workspaces:
             handles.append(buf.handle)
             params.append(Param(buf.name, "buffer", buf.handle.dtype, buf.handle.shape, buf.handle.strides))
         if b.source_kernel is not None and b.frames[-1].items:
@@ -134,6 +134,8 @@ def _parse(fn, enclosing, eager, arguments):
         _builder.leave(prev)
     func = PrimFunc(handle, params, p.file, p.fdef.lineno, fn)
     func.source_kernel = b.source_kernel
+    first_workspace = len(params) - len(b.workspaces)
     if outputs:
-        func.out_idx = list(range(len(params) - len(outputs), len(params)))
+        func.out_idx = list(range(first_workspace - len(outputs), first_workspace))
+    func.workspace_idx = list(range(first_workspace, len(params)))
     return func

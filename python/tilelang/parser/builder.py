@@ -42,6 +42,7 @@ class Builder:
         self.pending_name = None  # name an alloc_* result is about to be bound to
         self.line = 0
         self.outputs = []  # buffers made by T.empty: parameters the call allocates and returns
+        self.workspaces = []  # buffers made by T.alloc_global: parameters the call allocates, not returned
         self.eager = None  # parser.eager.EagerState while an eager @tilelang.jit function is parsed
         self.source_kernel = None  # language.extern.SourceKernel: the body is CUDA source
         self.prelude = []  # source the program imports (T.import_source, T.Kernel(prelude=))

@@ -64,7 +64,9 @@ class Profiler:
     def _get_params(self, with_output=False):
         """The kernel's parameters inputs are made for (upstream's name): inputs, and with
         with_output the outputs too."""
-        return list(self.kernel.params if with_output else self.kernel.input_params)
+        if not with_output:
+            return list(self.kernel.input_params)
+        return [p for i, p in enumerate(self.kernel.params) if i not in self.kernel.workspace_idx]
 
     def _get_inputs(self, with_output=False):
         """One generated argument per input parameter (and per output with with_output):
@@ -72,7 +74,7 @@ class Profiler:
         device for CUDA targets."""
         out = []
         for i, p in enumerate(self.kernel.params):
-            if i in self.kernel.out_idx and not with_output:
+            if (i in self.kernel.out_idx and not with_output) or i in self.kernel.workspace_idx:
                 continue
             out.append(1 if p.kind == "scalar" else self.supply(p))
         if self.kernel.target.startswith("cuda"):
