@@ -1104,3 +1104,31 @@ def test_webgpu_counts_float16_shared_tiles_at_two_bytes():
     tilelang.lower(tile_copy(64), target="webgpu")  # 16384 bytes: fits
     with pytest.raises(TileLangUnsupportedError, match=r"the kernel needs 24576 bytes .* allows at most 16384"):
         tilelang.lower(tile_copy(96), target="webgpu")
+
+
+def test_webgpu_float16_tile_over_half_the_limit_runs():
+    """On an adapter with shader-f16: a float16 shared tile of more than half the adapter's
+    workgroup memory (it would not fit at 4 bytes an element) compiles and copies right."""
+    from conftest import target_unavailable_reason
+    reason = target_unavailable_reason("webgpu")
+    if reason:
+        pytest.skip(f"webgpu not available: {reason}")
+    from tilelang.jit import webgpu
+    limit = webgpu.adapter_limits()["max_shared_bytes"]
+    rows = (limit * 3 // 4) // (128 * 2) // 8 * 8  # three quarters of the limit at 2 bytes an element
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, 128), "float16"), B: T.Tensor((rows, 128), "float16")):
+        with T.Kernel(1, threads=128) as _:
+            s = T.alloc_shared((rows, 128), "float16")
+            T.copy(A, s)
+            T.copy(s, B)
+
+    try:
+        kernel = tilelang.compile(main, out_idx=[1], target="webgpu")
+    except TileLangUnsupportedError as e:
+        if "shader-f16" in str(e):
+            pytest.skip("the webgpu adapter has no shader-f16")
+        raise
+    a = np.random.default_rng(0).standard_normal((rows, 128)).astype(np.float16)
+    np.testing.assert_array_equal(np.asarray(kernel(a)), a)

@@ -646,7 +646,7 @@ class WgslCodegen {
     if (b->is_shared()) {
       workgroup_ << "var<workgroup> " << name << ": array<" << element_type(b, t) << ", " << std::to_string(count)
                  << ">;\n";
-      kernel_.workgroup_bytes += count * std::max(4, b->dtype.bytes());
+      kernel_.workgroup_bytes += count * (b->dtype == DataType::Float(16) ? 2 : std::max(4, b->dtype.bytes()));
     } else if (b->scope == scope::kLocal || b->scope == scope::kFragment) {
       line("var " + name + ": array<" + t + ", " + std::to_string(count) + ">;");
     } else {
