@@ -377,7 +377,34 @@ class ThreadLowering : public IRMutator {
     // the fragments the loop touches are where those iterations run.
     TilePartition fallback = TilePartition::grid(extents, threads_, 4);
     const TilePartition& layout = driver ? *driver : fallback;
-    check_owners(layout, driver_name, vars, extents, accesses, n->span);
+    std::vector<Buffer> exchange =
+        check_owners(layout, driver_name, vars, extents, accesses, buffers_written(body), n->span);
+    // A fragment the loop reads but whose elements other threads hold: every thread puts
+    // what it holds (one copy each) into a shared buffer, and the loop reads that.
+    std::vector<std::pair<Buffer, Buffer>> through_shared;
+    for (const Buffer& frag : exchange) {
+      Buffer shared = make_buffer(frag->name + "_exchange", frag->dtype, frag->shape, "shared", n->span);
+      through_shared.push_back({frag, shared});
+      report.push_back(n->span.str() + ": fragment '" + frag->name + "' reaches this T.Parallel loop through "
+                       "shared memory [slower path: it is laid out as " + layouts_->fragments.at(frag.get()).str() +
+                       ", the loop is spread over the threads " +
+                       (driver_name.empty() ? "by default" : "like '" + driver_name + "'") + "]");
+    }
+    if (!through_shared.empty()) {
+      std::unordered_map<const BufferNode*, Buffer> swap;
+      for (auto& [frag, shared] : through_shared) swap[frag.get()] = shared;
+      struct Swap : IRMutator {
+        const std::unordered_map<const BufferNode*, Buffer>* swap;
+        Expr mutate_load(const Expr& e, const BufferLoadNode* l) override {
+          Expr m = IRMutator::mutate_load(e, l);
+          auto* x = as<BufferLoadNode>(m);
+          auto it = swap->find(x->buffer.get());
+          return it == swap->end() ? m : std::make_shared<BufferLoadNode>(x->dtype, it->second, x->indices, x->span);
+        }
+      } swapper;
+      swapper.swap = &swap;
+      body = swapper.mutate(body);
+    }
     // Under a replicated layout every copy's thread runs the iteration: right for the
     // fragment updates (each copy must change), wrong for atomics, which run once.
     Expr once = has_atomic(body) ? layout.first_replica(thread_, n->span) : nullptr;
@@ -390,13 +417,35 @@ class ThreadLowering : public IRMutator {
       Stmt b = mutate(substitute(body, sub));
       return once ? Stmt(std::make_shared<IfThenElseNode>(once, b, nullptr, n->span)) : b;
     }, n->span, vars[0]->name);
+    if (!through_shared.empty()) {
+      // Earlier reads of the shared buffers end, the holders' stores land, then the loop.
+      std::vector<Stmt> seq = {sync_threads(n->span)};
+      for (auto& [frag, shared] : through_shared) {
+        const TilePartition& held = layouts_->fragments.at(frag.get());
+        Expr first = held.first_replica(thread_, n->span);
+        Stmt put = ctx.over_owned(held, [&](const std::vector<Expr>& index) -> Stmt {
+          Stmt st = std::make_shared<BufferStoreNode>(shared, make_load(frag, index, n->span), index, n->span);
+          return mutate(st);
+        }, n->span, frag->name + "_x");
+        seq.push_back(first ? Stmt(std::make_shared<IfThenElseNode>(first, put, nullptr, n->span)) : put);
+      }
+      seq.push_back(sync_threads(n->span));
+      seq.push_back(out);
+      out = make_seq(seq, n->span);
+      for (auto& [frag, shared] : through_shared) out = std::make_shared<AllocateNode>(shared, out, Attrs{}, n->span);
+    }
     --in_thread_code_;
     return out;
   }
 
   // Every fragment element an iteration touches must be held by every thread that runs it.
-  void check_owners(const TilePartition& layout, const std::string& driver, const std::vector<Var>& vars,
-                    const std::vector<int64_t>& extents, const std::vector<FragmentAccess>& accesses, Span span) {
+  // A fragment the loop only reads that fails this is returned (it reaches the loop through
+  // shared memory); one it writes is an error.
+  std::vector<Buffer> check_owners(const TilePartition& layout, const std::string& driver,
+                                   const std::vector<Var>& vars, const std::vector<int64_t>& extents,
+                                   const std::vector<FragmentAccess>& accesses,
+                                   const std::unordered_set<const BufferNode*>& written, Span span) {
+    std::vector<Buffer> exchange;
     int64_t points = 1;
     for (auto e : extents) points *= e;
     // Accesses that hold by construction need no enumeration: the driver's own layout at
@@ -413,8 +462,8 @@ class ThreadLowering : public IRMutator {
       }
       open.push_back(a);
     }
-    const std::vector<FragmentAccess>& accesses_left = open;
-    if (accesses_left.empty() || points > (int64_t(1) << 18)) return;
+    std::vector<FragmentAccess> accesses_left = open;
+    if (accesses_left.empty() || points > (int64_t(1) << 18)) return exchange;
     std::vector<int64_t> point(vars.size(), 0);
     IndexEnv env;
     for (int64_t flat = 0; flat < points; ++flat) {
@@ -426,7 +475,8 @@ class ThreadLowering : public IRMutator {
       }
       for (int64_t rep = 0; rep < layout.replicas(); ++rep) {
         int64_t t = layout.thread_of(point, rep);
-        for (auto& a : accesses_left) {
+        for (size_t ai = 0; ai < accesses_left.size(); ++ai) {
+          const FragmentAccess& a = accesses_left[ai];
           std::vector<int64_t> idx;
           bool inside = true;
           try {
@@ -444,6 +494,17 @@ class ThreadLowering : public IRMutator {
           const TilePartition& held = layouts_->fragments.at(a.buffer.get());
           bool ok = false;
           for (int64_t r = 0; r < held.replicas() && !ok; ++r) ok = held.thread_of(idx, r) == t;
+          if (!ok && !written.count(a.buffer.get())) {
+            // Read only: every access of this fragment goes through shared memory instead.
+            const Buffer b = a.buffer;
+            exchange.push_back(b);
+            accesses_left.erase(std::remove_if(accesses_left.begin(), accesses_left.end(),
+                                               [&](const FragmentAccess& x) { return x.buffer == b; }),
+                                accesses_left.end());
+            ai = size_t(-1);  // the list changed: start over with what is left
+            if (accesses_left.empty()) return exchange;
+            continue;
+          }
           if (!ok)
             fail(ErrorKind::Layout, a.span,
                  "fragment '" + a.buffer->name + "' is laid out as " + held.str() + ", but this T.Parallel "
@@ -454,6 +515,7 @@ class ThreadLowering : public IRMutator {
       }
     }
     (void)span;
+    return exchange;
   }
 
   const Target& target_;

@@ -1132,3 +1132,33 @@ def test_webgpu_float16_tile_over_half_the_limit_runs():
         raise
     a = np.random.default_rng(0).standard_normal((rows, 128)).astype(np.float16)
     np.testing.assert_array_equal(np.asarray(kernel(a)), a)
+
+
+def test_row_factors_between_tiles_of_different_widths(target):
+    """A row vector reduced from a 32 x 32 tile scales a 32 x 64 tile whose rows are spread
+    over the threads differently (the SIMT layouts of webgpu and small CUDA tiles): the
+    vector reaches that loop through shared memory, reported as a slower path (it was a
+    layout error)."""
+    @T.prim_func
+    def main(A: T.Tensor((32, 32), F32), B: T.Tensor((32, 64), F32), C: T.Tensor((32, 64), F32)):
+        with T.Kernel(1, threads=128) as _:
+            a = T.alloc_fragment((32, 32), F32)
+            b = T.alloc_fragment((32, 64), F32)
+            m = T.alloc_fragment((32,), F32)
+            T.copy(A, a)
+            T.copy(B, b)
+            T.reduce_max(a, m, dim=1)
+            for i, j in T.Parallel(32, 64):
+                b[i, j] = b[i, j] * m[i]
+            T.copy(b, C)
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((32, 32)).astype(np.float32)
+    b = rng.standard_normal((32, 64)).astype(np.float32)
+    kernel = tilelang.compile(main, out_idx=[2], target=target)
+    np.testing.assert_allclose(np.asarray(kernel(a, b)), b * a.max(axis=1)[:, None], rtol=1e-6)
+    if target != "cpu":
+        assert "fragment 'm' reaches this T.Parallel loop through shared memory [slower path:" in \
+            kernel.get_lowering_report()
+    report = _C.lower(main.handle, CUDA).lowering_report()
+    assert "fragment 'm' reaches this T.Parallel loop through shared memory" in report
