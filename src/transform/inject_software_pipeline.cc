@@ -378,8 +378,7 @@ class SoftwarePipeline : public IRMutator {
     Buffer bars = make_buffer("pipeline_mbar", DataType::UInt(64), {c(2 * S)}, scope::kSharedDyn, sp);
     // Inside another loop or a branch, the set-up moves to the kernel's start and the
     // iterations are counted across the loop's runs (see mutate_kernel).
-    bool hoist = false;
-    for (const StmtNode* e : enclosing_) hoist = hoist || !dynamic_cast<const LetStmtNode*>(e);
+    bool hoist = hoisted();
     Buffer counter = hoist ? make_buffer("pipeline_iter", DataType::Int(32), {c(1)}, scope::kLocalVar, sp) : nullptr;
     Expr base = hoist ? make_load(counter, {c(0)}, sp) : c(0);
     Expr i = add(base, sub(loop->var, loop->min, sp), sp);
@@ -428,7 +427,7 @@ class SoftwarePipeline : public IRMutator {
     Stmt consumer = make_seq({wait_full, AddStage(staged, slot).mutate(make_seq(consumers, sp)), release}, sp);
     Stmt epilogue;  // after the loop: what the consumers still owe of the last iteration
     last_overlap_ = false;
-    if (Overlap o = find_overlap(consumers, staged, S); o.g1 >= 0 && !hoist_here(loop)) {
+    if (Overlap o = find_overlap(consumers, staged, S); o.g1 >= 0 && !hoist) {
       // The last T.gemm of an iteration (O += P V) and the statements before it that only
       // update O run one iteration behind, asynchronously: iteration i issues its first
       // T.gemm (S = Q K^T), then the previous iteration's O update and last T.gemm, waits
@@ -715,7 +714,7 @@ class SoftwarePipeline : public IRMutator {
 
   // Whether tma_pipeline sets the loop's barriers up at the kernel's start (it sits in
   // another loop or a branch).
-  bool hoist_here(const ForNode*) const {
+  bool hoisted() const {
     for (const StmtNode* e : enclosing_)
       if (!dynamic_cast<const LetStmtNode*>(e)) return true;
     return false;
