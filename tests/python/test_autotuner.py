@@ -316,6 +316,25 @@ def test_assert_close_mismatch_ratio():
         assert_close(ours, ref)
 
 
+def test_assert_close_torch_tensors_compared_in_place():
+    """Two torch tensors are compared with torch (where they live), with the same rule and
+    the same message as arrays; bfloat16 against float32 is compared in float32."""
+    torch = pytest.importorskip("torch")
+    ref = torch.zeros(100)
+    ours = ref.clone().to(torch.bfloat16)
+    ours[:2] = 1.0
+    ours[2] = float("nan")
+    assert_close(ours, ref, max_mismatched_ratio=0.03)
+    with pytest.raises(AssertionError, match=r"3 of 100 elements \(3\.00%\) differ beyond rtol=0\.01, atol=0\.01 "
+                                             r"\(allowed 2\.00%\); largest difference inf"):
+        assert_close(ours, ref, max_mismatched_ratio=0.02)
+    with pytest.raises(AssertionError, match="shapes differ"):
+        assert_close(ours[:10], ref)
+    assert_close(ref + 0.005, ref)
+    with pytest.raises(AssertionError, match=r"1 of 100 .*largest difference 0\.5"):
+        assert_close(torch.where(torch.arange(100) == 7, ref + 0.5, ref), ref)
+
+
 
 def test_best_is_the_fastest_and_early_stop(monkeypatch):
     latency_of = {32: 3.0, 64: 1.0, 128: 2.0, 16: 0.5}

@@ -135,7 +135,10 @@ def _host(x):
 
 def assert_close(ours, ref, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.0):
     """Raises AssertionError unless `|ours - ref| <= atol + rtol * |ref|` everywhere but in at
-    most max_mismatched_ratio of the elements."""
+    most max_mismatched_ratio of the elements. Two torch tensors on one device are compared
+    there (on the GPU: a large output is not copied to the host for each check)."""
+    if _is_torch(ours) and _is_torch(ref) and ours.device == ref.device:
+        return _assert_close_torch(ours, ref, rtol, atol, max_mismatched_ratio)
     a = _host(ours).astype(np.float64)
     b = _host(ref).astype(np.float64)
     if not max_mismatched_ratio:
@@ -149,3 +152,24 @@ def assert_close(ours, ref, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.0):
         worst = float(np.nanmax(np.abs(a - b))) if bad.size else 0.0
         raise AssertionError(f"{int(bad.sum())} of {bad.size} elements ({ratio:.2%}) differ beyond rtol={rtol}, "
                              f"atol={atol} (allowed {max_mismatched_ratio:.2%}); largest difference {worst:g}")
+
+
+def _is_torch(x):
+    return hasattr(x, "detach") and hasattr(x, "device") and hasattr(x, "is_floating_point")
+
+
+def _assert_close_torch(ours, ref, rtol, atol, max_mismatched_ratio):
+    import torch
+    if tuple(ours.shape) != tuple(ref.shape):
+        raise AssertionError(f"shapes differ: {tuple(ours.shape)} vs reference {tuple(ref.shape)}")
+    wide = torch.float64 if torch.float64 in (ours.dtype, ref.dtype) else torch.float32
+    a, b = ours.detach().to(wide), ref.detach().to(wide)
+    bad = ~torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+    count = int(bad.sum())
+    ratio = count / bad.numel() if bad.numel() else 0.0
+    if count == 0 or (max_mismatched_ratio and ratio <= max_mismatched_ratio):
+        return
+    worst = float((a - b).abs().nan_to_num(nan=float("inf"))[bad].max())
+    allowed = f" (allowed {max_mismatched_ratio:.2%})" if max_mismatched_ratio else ""
+    raise AssertionError(f"{count} of {bad.numel()} elements ({ratio:.2%}) differ beyond rtol={rtol}, "
+                         f"atol={atol}{allowed}; largest difference {worst:g}")
