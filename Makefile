@@ -30,8 +30,9 @@ $(STAMP): pyproject.toml
 	  nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm wgpu
 	# The optional extras the tests cover: torch (PyPI's Linux wheel, with the CUDA
 	# libraries it links against: about 1.5 minutes and 5 GB), the language server,
-	# layout pictures and the API reference.
-	$(VPY) -m pip install -q "torch>=2.4" "pygls>=2.0,<3" "lsprotocol>=2025.0.0" "matplotlib>=3.7" "sphinx>=7"
+	# layout pictures, the API reference, the autotuner's progress bar and its Ray executor.
+	$(VPY) -m pip install -q "torch>=2.4" "pygls>=2.0,<3" "lsprotocol>=2025.0.0" "matplotlib>=3.7" "sphinx>=7" \
+	  tqdm "ray>=2.9"
 	touch $@
 
 build: system-deps $(STAMP)

@@ -82,15 +82,17 @@ class CandidateRecord:
     reason: str = ""
     latency: float | None = None
     compile_time: float | None = None
+    worker: str = ""  # where it was timed (an executor's worker; "local" in this process)
 
     def to_json(self) -> dict:
         return {"index": self.index, "config": self.config, "status": self.status, "reason": self.reason,
-                "latency": self.latency, "compile_time": self.compile_time}
+                "latency": self.latency, "compile_time": self.compile_time, "worker": self.worker}
 
     @classmethod
     def from_json(cls, d: dict) -> "CandidateRecord":
         return cls(index=int(d["index"]), config=dict(d["config"]), status=str(d["status"]),
-                   reason=str(d.get("reason", "")), latency=d.get("latency"), compile_time=d.get("compile_time"))
+                   reason=str(d.get("reason", "")), latency=d.get("latency"), compile_time=d.get("compile_time"),
+                   worker=str(d.get("worker", "")))
 
 
 @dataclass

@@ -135,6 +135,18 @@ class _Timeout(Exception):
     pass
 
 
+class _Skipped(Exception):
+    pass
+
+
+@dataclasses.dataclass
+class _Remeasured:
+    """A candidate timed again in this process after a worker timed it."""
+    latency: float
+    worker_latency: float
+    worker: str
+
+
 def _with_timeout(fn, timeout):
     """fn() in a daemon thread, given up after timeout seconds (None or <= 0: no limit)."""
     if not timeout or timeout <= 0:
@@ -261,6 +273,9 @@ class AutoTuner:
         self.ref_latency_cache = None
         self.jit_input_tensors = None
         self._ref_outputs = None  # (inputs, reference outputs) for reused inputs
+        self.executor = None  # where candidates compile and run: None is default_executor()
+        self._device = None
+        self._records = []
 
     @classmethod
     def from_kernel(cls, kernel: Callable, configs):
@@ -304,6 +319,26 @@ class AutoTuner:
                                         max_mismatched_ratio=max_mismatched_ratio, skip_check=skip_check,
                                         manual_check_prog=manual_check_prog,
                                         cache_input_tensors=cache_input_tensors, backend=backend)
+        return self
+
+    def set_executor(self, executor):
+        """Where candidates are compiled, checked and timed: an executor object
+        (autotuner.executors.LocalExecutor(), RayExecutor(address)), "local", or "ray" /
+        "ray://..." (a Ray cluster; "ray" alone starts a local Ray instance)."""
+        from .executors import LocalExecutor, RayExecutor
+        if isinstance(executor, str):
+            if executor == "local":
+                executor = LocalExecutor()
+            elif executor == "ray":
+                executor = RayExecutor()
+            elif executor.startswith("ray://") or executor == "auto":
+                executor = RayExecutor(address=executor)
+            else:
+                raise ValueError(f"autotune: unknown executor {executor!r} (use \"local\", \"ray\", "
+                                 "\"ray://host:port\" or an executor object)")
+        if not (hasattr(executor, "compile") and hasattr(executor, "bench")):
+            raise TypeError(f"autotune: an executor needs compile() and bench(), got {type(executor).__name__}")
+        self.executor = executor
         return self
 
     def set_kernel_parameters(self, args=(), kwargs=None):
@@ -502,65 +537,79 @@ class AutoTuner:
         if cached is not None:
             return cached
 
-        # 3. static limits and compilation, in parallel
+        # 3. static limits and compilation, in parallel (the executor's workers)
+        from .executors import default_executor
+        executor = self.executor if self.executor is not None else default_executor()
+        self._records = records
         torch = _torch_cuda(target)
         self._device = torch.cuda.current_device() if torch is not None else None
-        device = self._device
+        saved_compile_args, self.compile_args = self.compile_args, compile_args
+        try:
+            return self._tune(executor, records, funcs, compile_args, key, target, warmup, rep, timeout, t_start)
+        finally:
+            self.compile_args = saved_compile_args
+            if self.executor is None:
+                executor.shutdown()
 
-        def build(i):
-            if torch is not None:
-                torch.cuda.set_device(device)
-            t0 = time.perf_counter()
-            why = check_static_limits(funcs[i], target, compile_args.pass_configs)
-            if why:
-                raise _Rejected(why)
-            return compile_args.compile_program(funcs[i]), time.perf_counter() - t0
-
+    def _tune(self, executor, records, funcs, compile_args, key, target, warmup, rep, timeout, t_start):
         t_compile = time.perf_counter()
         kernels = {}
         progress = _Progress(len(funcs), "Compiling configurations", self.quiet)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=num_compile_workers(),
-                                                   thread_name_prefix="tilelang-autotune") as pool:
-            futures = {pool.submit(build, i): i for i in funcs}
-            for future in concurrent.futures.as_completed(futures):
-                i = futures[future]
-                r = records[i]
-                try:
-                    kernels[i], r.compile_time = future.result()
-                except _Rejected as e:
-                    r.status, r.reason = REJECTED, str(e)
-                except Exception as e:  # noqa: BLE001 - recorded
-                    r.status, r.reason = COMPILE_ERROR, _reason(e)
-                progress.update(compiled=len(kernels))
+        for i, outcome in executor.compile(self, funcs, compile_args):
+            r = records[i]
+            if isinstance(outcome, _Rejected):
+                r.status, r.reason = REJECTED, str(outcome)
+            elif isinstance(outcome, BaseException):
+                r.status, r.reason = COMPILE_ERROR, _reason(outcome)
+            else:
+                kernels[i], r.compile_time = outcome
+            progress.update(compiled=len(kernels))
         progress.close()
         compile_seconds = time.perf_counter() - t_compile
 
-        # 4. check and time, one candidate at a time
+        # 4. check and time (one candidate at a time on each of the executor's devices)
         t_bench = time.perf_counter()
-        best = None
-        since_best = 0
+        state = {"best": None, "since_best": 0}
+
+        def skip():
+            if self.early_stop and state["best"] is not None and state["since_best"] >= self.early_stop:
+                return f"early stop: {state['since_best']} candidates without improvement"
+            return None
+
+        def is_best(i):
+            best = state["best"]
+            return best is None or records[i].latency < records[best].latency
+
         progress = _Progress(len(kernels), "Bench configurations", self.quiet)
-        for i in sorted(kernels):
+        for i, outcome, worker in executor.bench(self, kernels, records, warmup, rep, timeout, skip):
             r = records[i]
-            if self.early_stop and best is not None and since_best >= self.early_stop:
-                r.status, r.reason = SKIPPED, f"early stop: {since_best} candidates without improvement"
+            if isinstance(outcome, _Remeasured):  # the fastest again, here: this figure decides
+                r.latency = outcome.latency
+                r.worker = f"{outcome.worker}: {outcome.worker_latency:.4f} ms; {worker}"
+                remeasured = state.setdefault("remeasured", [])
+                remeasured.append(i)
+                state["best"] = min(remeasured, key=lambda j: records[j].latency)
                 continue
-            try:
-                r.latency = _with_timeout(functools.partial(self._check_and_time, kernels[i], warmup, rep), timeout)
-                r.status = OK
-            except _Timeout as e:
-                r.status, r.reason = TIMEOUT, str(e)
-            except _WrongResult as e:
-                r.status, r.reason = WRONG_RESULT, str(e)
-            except Exception as e:  # noqa: BLE001 - recorded
-                r.status, r.reason = RUN_ERROR, _reason(e)
-            if r.status == OK and (best is None or r.latency < records[best].latency):
-                best, since_best = i, 0
+            r.worker = worker
+            if isinstance(outcome, float):
+                r.latency, r.status = outcome, OK
+            elif isinstance(outcome, _Skipped):
+                r.status, r.reason = SKIPPED, str(outcome)
+            elif isinstance(outcome, _Timeout):
+                r.status, r.reason = TIMEOUT, str(outcome)
+            elif isinstance(outcome, _WrongResult):
+                r.status, r.reason = WRONG_RESULT, str(outcome)
             else:
-                since_best += 1
+                r.status, r.reason = RUN_ERROR, _reason(outcome)
+            if r.status == OK and is_best(i):
+                state["best"], state["since_best"] = i, 0
+            elif r.status != SKIPPED:
+                state["since_best"] += 1
+            best = state["best"]
             progress.update(best_latency=None if best is None else records[best].latency)
         progress.close()
         bench_seconds = time.perf_counter() - t_bench
+        best = state["best"]
 
         if best is None:
             lines = [f"  {r.config}: {r.status}: {r.reason}" for r in records[:20]]
