@@ -95,6 +95,10 @@ def test_ray_gives_the_local_outcomes(ray_instance, tmp_path, monkeypatch):
     remeasured = [r for r in timed if "re-measured" in r.worker]
     assert len(remeasured) == 2
     assert all(r.worker.startswith("ray:") and " ms; local (re-measured)" in r.worker for r in remeasured)
+    # Each timing carries its noise; the summary gives it per worker.
+    assert all(r.noise is not None and r.noise >= 0 for r in timed)
+    summary = remote.summary()
+    assert "timed on ray:" in summary and "noise (middle half of the times over the median)" in summary
     # The best is chosen among the candidates timed again here.
     assert remote.config in [r.config for r in remeasured]
     assert "differ beyond" in remote.records[1].reason and "T.gemm" in remote.records[3].reason

@@ -17,7 +17,8 @@ RayExecutor spreads both phases over a Ray cluster (`ray` from PyPI):
   the worker's own figure in its `worker` field.
 
 An executor's two methods are generators: compile() yields (index, (kernel, seconds) or the
-exception), bench() yields (index, latency in ms or the exception, worker name).
+exception), bench() yields (index, a tuner._Measured (median ms and noise) or the exception,
+the worker's name).
 """
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ class LocalExecutor:
             except Exception as e:  # noqa: BLE001 - the caller records it
                 yield i, e, self.name
                 continue
-            yield i, latency, self.name
+            yield i, _tuner._Measured(latency, tuner.last_noise), self.name
 
     def shutdown(self):
         pass
@@ -158,7 +159,7 @@ class _BenchWorker:
                                            timeout)
         except Exception as e:  # noqa: BLE001 - recorded by the caller
             return index, e, self.name, self.tuner.ref_latency_cache
-        return index, latency, self.name, self.tuner.ref_latency_cache
+        return index, _tuner._Measured(latency, self.tuner.last_noise), self.name, self.tuner.ref_latency_cache
 
 
 class RayExecutor:
@@ -271,8 +272,8 @@ class RayExecutor:
             else:
                 if ref_latency is not None and tuner.ref_latency_cache is None:
                     tuner.ref_latency_cache = ref_latency
-                if isinstance(outcome, float):
-                    measured[i] = (outcome, name)
+                if isinstance(outcome, _tuner._Measured):
+                    measured[i] = (outcome.latency, name)
                 yield i, outcome, name
             s = submit(worker)
             if s:
@@ -287,7 +288,8 @@ class RayExecutor:
             except Exception as e:  # noqa: BLE001 - recorded
                 yield i, e, "local (re-measured)"
                 continue
-            yield i, _tuner._Remeasured(latency, measured[i][0], measured[i][1]), "local (re-measured)"
+            yield i, _tuner._Remeasured(latency, tuner.last_noise, measured[i][0], measured[i][1]), \
+                "local (re-measured)"
 
     def shutdown(self):
         if self._started_here and self.ray.is_initialized():

@@ -83,16 +83,18 @@ class CandidateRecord:
     latency: float | None = None
     compile_time: float | None = None
     worker: str = ""  # where it was timed (an executor's worker; "local" in this process)
+    noise: float | None = None  # the spread of the middle half of its times, relative to the median
 
     def to_json(self) -> dict:
         return {"index": self.index, "config": self.config, "status": self.status, "reason": self.reason,
-                "latency": self.latency, "compile_time": self.compile_time, "worker": self.worker}
+                "latency": self.latency, "compile_time": self.compile_time, "worker": self.worker,
+                "noise": self.noise}
 
     @classmethod
     def from_json(cls, d: dict) -> "CandidateRecord":
         return cls(index=int(d["index"]), config=dict(d["config"]), status=str(d["status"]),
                    reason=str(d.get("reason", "")), latency=d.get("latency"), compile_time=d.get("compile_time"),
-                   worker=str(d.get("worker", "")))
+                   worker=str(d.get("worker", "")), noise=d.get("noise"))
 
 
 @dataclass
@@ -131,6 +133,15 @@ class AutotuneResult:
             lines.append(f"  {rank:2d}. {r.latency:10.4f} ms{rate}  {r.config}")
         if self.ref_latency is not None:
             lines.append(f"  reference: {self.ref_latency:.4f} ms")
+        noise = {}
+        for r in ok:
+            if r.noise is not None:
+                noise.setdefault(r.worker.split(": ")[0] or "local", []).append(r.noise)
+        for worker, values in sorted(noise.items()):
+            values.sort()
+            lines.append(f"  timed on {worker}: {len(values)} candidates, noise (middle half of the times "
+                         f"over the median) {100 * values[len(values) // 2]:.1f}% median, "
+                         f"{100 * values[-1]:.1f}% worst")
         counts = {}
         for r in self.records:
             if r.status != OK:

@@ -140,9 +140,17 @@ class _Skipped(Exception):
 
 
 @dataclasses.dataclass
+class _Measured:
+    """A candidate's median time (ms) and the relative spread of its middle half."""
+    latency: float
+    noise: float | None = None
+
+
+@dataclasses.dataclass
 class _Remeasured:
     """A candidate timed again in this process after a worker timed it."""
     latency: float
+    noise: float
     worker_latency: float
     worker: str
 
@@ -205,7 +213,7 @@ def _torch_cuda(target):
 
 
 def _time_cuda(torch, fn, warmup, rep):
-    """Median of rep runs of fn() timed with CUDA events, the L2 cache flushed before each."""
+    """Times of rep runs of fn() (ms) with CUDA events, the L2 cache flushed before each."""
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
     for _ in range(max(0, int(warmup))):
         fn()
@@ -219,7 +227,25 @@ def _time_cuda(torch, fn, warmup, rep):
         end.record()
         events.append((start, end))
     torch.cuda.synchronize()
-    return float(np.median([s.elapsed_time(e) for s, e in events]))
+    return [s.elapsed_time(e) for s, e in events]
+
+
+def _time_host(fn, warmup, rep):
+    """Times of rep runs of fn() (ms) by the host clock."""
+    for _ in range(max(0, int(warmup))):
+        fn()
+    times = []
+    for _ in range(max(1, int(rep))):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+def _median_and_noise(times):
+    """The median, and the spread of the middle half relative to it (the measurement's noise)."""
+    q25, q50, q75 = np.percentile(times, [25, 50, 75])
+    return float(q50), (float((q75 - q25) / q50) if q50 > 0 else 0.0)
 
 
 def _inputs_compatible(params, tensors) -> bool:
@@ -276,6 +302,7 @@ class AutoTuner:
         self.executor = None  # where candidates compile and run: None is default_executor()
         self._device = None
         self._records = []
+        self.last_noise = None  # of the latest candidate timed
 
     @classmethod
     def from_kernel(cls, kernel: Callable, configs):
@@ -474,7 +501,7 @@ class AutoTuner:
         return ref
 
     def _check_and_time(self, kernel, warmup, rep):
-        from ..profiler import assert_close, do_bench
+        from ..profiler import assert_close
         pa = self.profile_args
         torch = _torch_cuda(kernel.target)
         if torch is not None:
@@ -500,13 +527,13 @@ class AutoTuner:
         def run_kernel():
             kernel(*inputs)
 
-        latency = (_time_cuda(torch, run_kernel, warmup, rep) if torch is not None
-                   else do_bench(run_kernel, warmup=warmup, rep=rep))
+        times = _time_cuda(torch, run_kernel, warmup, rep) if torch is not None else _time_host(run_kernel, warmup, rep)
+        latency, self.last_noise = _median_and_noise(times)
         if self.ref_latency_cache is None and pa.ref_prog is not None:
             try:
                 ref_run = functools.partial(pa.ref_prog, *inputs)
-                self.ref_latency_cache = (_time_cuda(torch, ref_run, warmup, rep) if torch is not None
-                                          else do_bench(ref_run, warmup=warmup, rep=rep))
+                self.ref_latency_cache = float(np.median(_time_cuda(torch, ref_run, warmup, rep) if torch is not None
+                                                         else _time_host(ref_run, warmup, rep)))
             except Exception as e:  # noqa: BLE001 - the reference's time is informative only
                 logger.warning("autotune: timing ref_prog failed: %s", _reason(e))
         return latency
@@ -584,15 +611,15 @@ class AutoTuner:
         for i, outcome, worker in executor.bench(self, kernels, records, warmup, rep, timeout, skip):
             r = records[i]
             if isinstance(outcome, _Remeasured):  # the fastest again, here: this figure decides
-                r.latency = outcome.latency
+                r.latency, r.noise = outcome.latency, outcome.noise
                 r.worker = f"{outcome.worker}: {outcome.worker_latency:.4f} ms; {worker}"
                 remeasured = state.setdefault("remeasured", [])
                 remeasured.append(i)
                 state["best"] = min(remeasured, key=lambda j: records[j].latency)
                 continue
             r.worker = worker
-            if isinstance(outcome, float):
-                r.latency, r.status = outcome, OK
+            if isinstance(outcome, _Measured):
+                r.latency, r.noise, r.status = outcome.latency, outcome.noise, OK
             elif isinstance(outcome, _Skipped):
                 r.status, r.reason = SKIPPED, str(outcome)
             elif isinstance(outcome, _Timeout):
