@@ -60,6 +60,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--target", default="cuda")
     ap.add_argument("--size", type=int, default=None)
+    ap.add_argument("--executor", default="local", help='"local", or "ray" (a Ray instance on this machine: '
+                    'compiles on its CPU workers, times on one worker per GPU)')
     args = ap.parse_args()
     os.environ.setdefault("TILELANG_AUTO_TUNING_QUIET", "1")
     cuda = args.target.startswith("cuda")
@@ -89,6 +91,7 @@ def main():
         result = (AutoTuner.from_kernel(kernel=factory, configs=configs())
                   .set_compile_args(out_idx=[-1], target=args.target)
                   .set_profile_args(ref_prog=ref, rtol=2e-2, atol=2e-2 if not cuda else 1.0, warmup=3, rep=10)
+                  .set_executor(args.executor)
                   .run(warmup=3, rep=10))
     wall = time.perf_counter() - t0
     flops = 2.0 * n ** 3
@@ -97,7 +100,8 @@ def main():
                 tuning_s=round(result.tuning_time or 0, 2), compile_s=round(result.compile_seconds or 0, 2),
                 bench_s=round(result.bench_seconds or 0, 2), best=result.config,
                 best_tflops=round(flops / result.latency / 1e9, 1) if result.latency else None,
-                outcomes=dict(outcomes), cache_hit=result.cache_hit, cpus=os.cpu_count())
+                outcomes=dict(outcomes), cache_hit=result.cache_hit, cpus=os.cpu_count(), executor=args.executor,
+                workers=sorted({r.worker.split(": ")[0] for r in result.records if r.worker}))
     if cuda:
         import triton
         ms = triton.testing.do_bench(lambda: torch.matmul(a, b), warmup=25, rep=100, return_mode="median")

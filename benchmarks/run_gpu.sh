@@ -9,7 +9,8 @@
 #                                         SWEEP_ONLY=ours|upstream: that sweep only, none: the suites
 #                                         only; HOPPER_SWITCHES=a,b: the suites again with those
 #                                         switch pass configs forced)
-#   bash benchmarks/run_gpu.sh autotune   (build, the 126-configuration GEMM tune twice: fresh, cached)
+#   bash benchmarks/run_gpu.sh autotune   (build, the 126-configuration GEMM tune twice: fresh, cached;
+#                                         then fresh through a local Ray instance)
 #   bash benchmarks/run_gpu.sh attention  (build, the torch / eager suites on cuda, then the
 #                                         FlashAttention sweep against cuDNN and upstream TileLang)
 # The webgpu suite runs too when `import wgpu` works. On a machine without the Vulkan
@@ -79,6 +80,13 @@ if [ "$ONLY" = autotune ]; then
   for run in first second; do
     timeout ${SWEEP_TIMEOUT:-300} $PY benchmarks/autotune_bench.py --target cuda 2>> "$LOGS/autotune.err" | tee -a "$LOGS/autotune.jsonl"
   done
+  # The same space through Ray (a local instance: CPU workers compile, one worker per GPU
+  # times) from an empty cache: the same configuration should win.
+  if $PY -c "import ray" 2>/dev/null; then
+    TILELANG_CACHE_DIR=/tmp/tilelang-cache-autotune-ray timeout ${SWEEP_TIMEOUT:-300} $PY benchmarks/autotune_bench.py \
+      --target cuda --executor ray 2>> "$LOGS/autotune.err" | tee -a "$LOGS/autotune.jsonl"
+  fi
+  tail -5 "$LOGS/autotune.err"
   exit 0
 fi
 if [ "$ONLY" = hopper ]; then
