@@ -240,6 +240,19 @@ def test_static_filter_shared_memory():
     assert check_static_limits(big, "cpu") is None
 
 
+def test_static_filter_registers():
+    """A 256 x 256 float32 accumulator on 128 threads is 2 KiB per thread: over the 255
+    registers a thread has, rejected before compiling; on 256 threads it fits."""
+    spills = gemm_nt(1024, 1024, 1024, block_M=256, block_N=256, block_K=32, num_stages=2, threads=128,
+                     dtype="float16")
+    fits = gemm_nt(1024, 1024, 1024, block_M=128, block_N=128, block_K=32, num_stages=2, threads=128,
+                   dtype="float16")
+    assert check_static_limits(spills, "cuda -arch=sm_90a") == (
+        "each thread would hold 2048 bytes of arrays, over the 255 registers (1020 bytes) a thread has: "
+        "it would spill to local memory")
+    assert check_static_limits(fits, "cuda -arch=sm_90a") is None
+
+
 def test_over_the_limit_configurations_are_never_compiled(monkeypatch):
     from tilelang.autotuner.param import CompileArgs
     compiled = []

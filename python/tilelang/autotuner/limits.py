@@ -2,6 +2,8 @@
 reason before anything is compiled."""
 from __future__ import annotations
 
+import re
+
 from .. import _C
 
 # Shared memory a block may use (static + dynamic, bytes, with the opt-in) by compute
@@ -33,8 +35,10 @@ def shared_memory_limit(target: str) -> int | None:
 
 
 def check_static_limits(func, target: str, pass_configs=None) -> str | None:
-    """Why func cannot run on target (shared memory, threads per block), or None. Lowers the
-    kernel (milliseconds) but compiles nothing; targets without such limits (the CPU) pass."""
+    """Why func cannot run on target as a candidate (shared memory, threads per block, or
+    per-thread arrays over the registers a thread has: such a kernel spills to local memory,
+    slower than a configuration that fits), or None. Lowers the kernel (milliseconds) but
+    compiles nothing; targets without such limits (the CPU) pass."""
     if not target.startswith("cuda"):
         return None
     from ..jit.backends import switches
@@ -43,6 +47,11 @@ def check_static_limits(func, target: str, pass_configs=None) -> str | None:
         lowered = _C.lower(func.handle, target, switches(pass_configs))
     except TileLangUnsupportedError as e:  # over a budget the lowering checks (check_block_budget)
         return e.message.splitlines()[0]
+    spill = re.search(r"each thread holds (\d+) bytes of arrays \[slower path: more than the (\d+) registers "
+                      r"\((\d+) bytes\)", lowered.lowering_report())
+    if spill:
+        return (f"each thread would hold {spill.group(1)} bytes of arrays, over the {spill.group(2)} registers "
+                f"({spill.group(3)} bytes) a thread has: it would spill to local memory")
     limit = shared_memory_limit(target)
     for info in _C.cuda_kernel_infos(lowered):
         threads = 1
