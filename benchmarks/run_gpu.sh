@@ -11,8 +11,10 @@
 #                                         switch pass configs forced)
 #   bash benchmarks/run_gpu.sh autotune   (build, the 126-configuration GEMM tune twice: fresh, cached;
 #                                         then fresh through a local Ray instance)
-#   bash benchmarks/run_gpu.sh attention  (build, the torch / eager suites on cuda, then the
-#                                         FlashAttention sweep against cuDNN and upstream TileLang)
+#   bash benchmarks/run_gpu.sh attention  (build, the torch / eager suites on cuda, the attention
+#                                         examples, then the FlashAttention forward sweep against
+#                                         cuDNN and upstream TileLang and the backward sweep against
+#                                         cuDNN / flash SDPA)
 # The webgpu suite runs too when `import wgpu` works. On a machine without the Vulkan
 # loader, unpack Debian's libvulkan1 (and friends) into / first and point the loader at
 # the driver, e.g. VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json;
@@ -69,6 +71,10 @@ if [ "$ONLY" = attention ]; then
       $PY "$OLDPWD/benchmarks/attention_sweep.py" --label upstream) > "$LOGS/attention_upstream.jsonl" 2> "$LOGS/attention_upstream.err"
     tail -2 "$LOGS/attention_upstream.err"
   fi
+  echo "== attention backward sweep: ours against cuDNN / flash SDPA"
+  timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_bwd_sweep.py --label ours --refs \
+    > "$LOGS/attention_bwd.jsonl" 2> "$LOGS/attention_bwd.err"; tail -2 "$LOGS/attention_bwd.err"
+  $PY benchmarks/hopper_table.py "$LOGS/attention_bwd.jsonl" | tee "$LOGS/attention_table_bwd.txt"
   $PY benchmarks/hopper_table.py "$LOGS/attention_ours.jsonl" "$LOGS/attention_upstream.jsonl" | tee "$LOGS/attention_table.txt"
   (cd "$LOGS" && tar -czf attention_logs.tgz --remove-files $(ls | grep -v -e '^attention_table.*txt$' -e '\.tgz$'))
   exit 0
