@@ -276,6 +276,17 @@ void bind_ir(nb::module_& m) {
                                 strides.is_none() ? std::vector<Expr>{} : to_exprs(strides))};
   }, nb::arg("name"), nb::arg("dtype"), nb::arg("shape"), nb::arg("scope"), nb::arg("strides").none());
 
+  m.def("make_alias", [](const PyBuffer& src, const std::string& name, const std::string& dtype, nb::handle shape) {
+    return PyBuffer{make_alias(src.b, name, to_dtype(dtype), to_exprs(shape), current_span())};
+  });
+  // Whether a == b for every value of the variables in them (T.reshape's element counts).
+  m.def("prove_equal", [](nb::handle a, nb::handle b) {
+    Expr x = to_expr(a), y = to_expr(b);
+    DataType t = DataType::Int(64);
+    arith::Analyzer analyzer;
+    return analyzer.can_prove(binary(BinaryOp::EQ, cast(t, x), cast(t, y)));
+  });
+
   nb::class_<PyStmt>(m, "Stmt").def("__repr__", [](const PyStmt& s) { return to_string(s.s); });
   auto stmt_or_null = [](nb::handle h) -> Stmt { return h.is_none() ? nullptr : nb::cast<PyStmt&>(h).s; };
   m.def("seq", [](nb::handle items) {
@@ -332,10 +343,13 @@ void bind_ir(nb::module_& m) {
       // Indices of the buffer parameters the kernel writes (stores, tile operator
       // destinations, atomics): the arguments a call must be able to write.
       .def("written_params", [](const PyFunc& f) {
-        auto written = buffers_written(f.f->body);
+        // By storage: a T.reshape/T.view of a parameter writes the parameter.
+        auto written = storage_written(f.f->body);
         std::vector<int> out;
         for (size_t i = 0; i < f.f->params.size(); ++i)
-          if (f.f->params[i].is_buffer() && written.count(f.f->params[i].buffer.get())) out.push_back(int(i));
+          if (f.f->params[i].is_buffer() && f.f->params[i].buffer->data &&
+              written.count(f.f->params[i].buffer->data.get()))
+            out.push_back(int(i));
         return out;
       })
       .def("lowering_report", [](const PyFunc& f) {

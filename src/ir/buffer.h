@@ -25,6 +25,7 @@ struct BufferNode {
   std::string scope;
   Span span;
   Var data;                   // handle variable naming the storage
+  bool is_view = false;       // made by T.reshape / T.view over another buffer's data
 
   bool is_shared() const { return scope == scope::kShared || scope == scope::kSharedDyn; }
   bool is_fragment() const { return scope == scope::kFragment; }
@@ -38,6 +39,14 @@ struct BufferNode {
 
 Buffer make_buffer(std::string name, DataType dtype, std::vector<Expr> shape, std::string scope,
                    Span span = {}, std::vector<Expr> strides = {});
+
+// A buffer over the storage of src (same data handle and scope, compact row-major): what
+// T.reshape and T.view return. Passes that key on storage use `data`, never the node.
+Buffer make_alias(const Buffer& src, std::string name, DataType dtype, std::vector<Expr> shape, Span span = {});
+// Whether a and b name the same storage (one may be an alias of the other).
+inline bool same_storage(const Buffer& a, const Buffer& b) {
+  return a == b || (a && b && a->data && a->data == b->data);
+}
 
 struct Range {
   Expr min, extent;

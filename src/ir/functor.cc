@@ -355,4 +355,22 @@ std::unordered_set<const BufferNode*> buffers_written(const Stmt& s) {
   return std::move(w.out);
 }
 
+std::unordered_set<const VarNode*> storage_written(const Stmt& s) {
+  std::unordered_set<const VarNode*> out;
+  struct Data : IRVisitor {
+    const std::unordered_set<const BufferNode*>* written;
+    std::unordered_set<const VarNode*>* out;
+    using IRVisitor::visit;
+    void visit_buffer(const Buffer& b) override {
+      if (b->data && written->count(b.get())) out->insert(b->data.get());
+      IRVisitor::visit_buffer(b);
+    }
+  } d;
+  auto written = buffers_written(s);
+  d.written = &written;
+  d.out = &out;
+  d.visit(s);
+  return out;
+}
+
 }  // namespace tl

@@ -81,6 +81,8 @@ void for_each_expr(const Stmt& s, const std::function<void(const ExprNode*)>& fn
 // The buffers s may write: stores, atomics' destinations and the regions of tile operators
 // other than their inputs (a copy's source, a gemm's A and B, a reduction's source).
 std::unordered_set<const BufferNode*> buffers_written(const Stmt& s);
+// The storage (data handles) s may write, through any buffer over it (T.reshape/T.view).
+std::unordered_set<const VarNode*> storage_written(const Stmt& s);
 
 // Replaces variables by expressions (keyed by VarNode identity).
 Expr substitute(const Expr& e, const std::unordered_map<const VarNode*, Expr>& map);

@@ -88,6 +88,18 @@ Buffer make_buffer(std::string name, DataType dtype, std::vector<Expr> shape, st
   return b;
 }
 
+Buffer make_alias(const Buffer& src, std::string name, DataType dtype, std::vector<Expr> shape, Span span) {
+  auto b = std::make_shared<BufferNode>();
+  b->data = src->data;
+  b->is_view = true;
+  b->name = std::move(name);
+  b->dtype = dtype;
+  b->shape = std::move(shape);
+  b->scope = src->scope;
+  b->span = span;
+  return b;
+}
+
 BufferRegion full_region(const Buffer& b, Span span) {
   BufferRegion r{b, {}, span};
   for (auto& e : b->shape) r.ranges.push_back({make_int(0, e->dtype), e});

@@ -154,6 +154,13 @@ class Printer {
   std::string out_;
   std::unordered_map<const void*, std::string> names_;
   std::unordered_set<std::string> used_names_;
+  std::unordered_map<const void*, const BufferNode*> owners_;  // data handle -> the buffer that named it
+  static bool same_exprs(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!structural_equal(a[i], b[i])) return false;
+    return true;
+  }
 
   void line(int level, const std::string& text) {
     out_.append(size_t(level) * 4, ' ');
@@ -193,13 +200,23 @@ class Printer {
     auto it = names_.find(b);
     if (it != names_.end()) return it->second;
     std::string name;
-    // A buffer and its data handle share one printed name.
+    // A buffer and its data handle share one printed name; another buffer over the same
+    // handle is a T.reshape / T.view of the first, printed as that call.
     if (b->data && names_.count(b->data.get())) {
       name = names_[b->data.get()];
+      auto owner = owners_.find(b->data.get());
+      if (owner != owners_.end() && owner->second != b &&
+          (owner->second->dtype != b->dtype || !same_exprs(owner->second->shape, b->shape))) {
+        std::string shape;
+        for (size_t i = 0; i < b->shape.size(); ++i) shape += (i ? ", " : "") + print(b->shape[i]).s;
+        if (b->shape.size() == 1) shape += ",";
+        name = "T.view(" + name + ", (" + shape + "), " + quote(b->dtype.str()) + ")";
+      }
       names_.emplace(b, name);
     } else {
       name = name_for(b, b->name);
       if (b->data) names_.emplace(b->data.get(), name);
+      if (b->data) owners_.emplace(b->data.get(), b);
     }
     return name;
   }

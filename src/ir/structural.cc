@@ -567,6 +567,11 @@ class Hasher {
     auto it = buffer_ids_.find(b.get());
     if (it != buffer_ids_.end()) return combine(kTagBoundBuffer, it->second);
     uint64_t h = combine(kTagNewBuffer, buffer_shape(b));
+    // A T.reshape / T.view: which storage it is over is part of the program.
+    if (b->data) {
+      auto v = var_ids_.find(b->data.get());
+      if (v != var_ids_.end()) h = combine(h, v->second);
+    }
     return combine(h, permanent_.define_buffer(b));
   }
 

@@ -74,6 +74,7 @@ void compile_shared_object(const std::string& source, const std::string& output_
   for (const char* flag : {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17",
                            "-fno-math-errno", "-fno-trapping-math"})
     argv.push_back(flag);
+  if (source.find(kNoStrictAliasingLine) != std::string::npos) argv.push_back("-fno-strict-aliasing");
   argv.push_back("-I" + include_dir);
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   argv.push_back(source_path);

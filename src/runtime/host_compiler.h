@@ -5,6 +5,10 @@
 
 namespace tl {
 
+// A generated source containing this line is compiled with -fno-strict-aliasing (it reads
+// one array through two pointer types: a T.view with another dtype).
+inline constexpr const char* kNoStrictAliasingLine = "// tl: no-strict-aliasing";
+
 // The compiler command: $CXX (split on whitespace, e.g. "ccache g++") or "c++".
 std::vector<std::string> host_compiler_command();
 

@@ -75,13 +75,94 @@ def alloc_global(shape, dtype, scope="global"):
     return buf
 
 
+def _alias(what, src, shape, dtype):
+    """A buffer over src's storage with another shape and/or dtype (T.reshape, T.view)."""
+    from ..dtypes import DType
+    from ..errors import TileLangShapeError, TileLangTypeError, TileLangUnsupportedError
+    b = _builder.require(what)
+    if not isinstance(src, Buffer):
+        raise _builder.error(TileLangTypeError, f"{what}: the source must be a buffer, got {type(src).__name__}",
+                             "pass a kernel parameter or a buffer from T.alloc_shared / T.alloc_local, not an "
+                             "element or a slice")
+    name = src.name
+    if src.scope == "local.fragment":
+        _unsupported(f"{what} of the fragment '{name}'",
+                     "copy the fragment into a T.alloc_shared tile and reshape or view that")
+    if src.scope == "local.var":
+        raise _builder.error(TileLangTypeError, f"{what}: '{name}' is a scalar variable (T.alloc_var), not a buffer",
+                             "reshape or view a buffer")
+    strides = src.handle.strides
+    if strides and not all(_C.prove_equal(s, c) for s, c in zip(strides, _compact_strides(src.handle.shape))):
+        _unsupported(f"{what} of '{name}', whose strides are not those of a contiguous tensor",
+                     "pass a contiguous tensor, or index the strided one directly")
+    if not isinstance(shape, (tuple, list)):
+        shape = (shape,)
+    shape = list(shape)
+    if not shape:
+        raise _builder.error(TileLangShapeError, f"{what} of '{name}': the new shape is empty",
+                             "give at least one extent, e.g. (n,)")
+    for e in shape:
+        if isinstance(e, bool) or not (isinstance(e, int) or (is_expr(e) and "int" in e.dtype)):
+            raise _builder.error(TileLangTypeError, f"{what} of '{name}': extent {e!r} is not an integer",
+                                 "extents are integers or integer kernel values")
+        if isinstance(e, int) and e < 1:
+            raise _builder.error(TileLangShapeError, f"{what} of '{name}': extent {e} is not positive",
+                                 "every extent of the new shape is at least 1")
+    try:
+        new_dtype = canonical(dtype)
+        DType(new_dtype).bits
+    except (TypeError, ValueError) as e:
+        raise _builder.error(TileLangTypeError, f"{what} of '{name}': {dtype!r} is not a dtype",
+                             "name a dtype such as 'int32' or T.float16") from e
+
+    def bits(d):  # bits one element occupies in memory (a bool is stored in a byte)
+        t = DType(d)
+        return 8 if t.bits == 1 else t.bits * t.lanes
+
+    def total(extents, d):
+        n = _C.const(bits(d), "int64")
+        for e in extents:
+            n = n * e
+        return n
+
+    old_bits, new_bits = total(src.handle.shape, src.dtype), total(shape, new_dtype)
+    if not _C.prove_equal(old_bits, new_bits):
+        def text(extents):
+            return "(" + ", ".join(str(e) for e in extents) + ("," if len(extents) == 1 else "") + ")"
+        old = text(src.shape)
+        new = text(shape)
+        if new_dtype == src.dtype:
+            msg = f"{what} of '{name}': shape {old} holds a different number of elements than {new}"
+            hint = "the new shape must have as many elements as the old one"
+        else:
+            msg = (f"{what} of '{name}': {old} x {src.dtype} is not as many bits as {new} x {new_dtype}")
+            hint = "the element count times the dtype's bits must be unchanged"
+        raise _builder.error(TileLangShapeError, msg, hint)
+    alias = _C.make_alias(src.handle, b.take_name(f"{name}_view"), new_dtype, shape)
+    return Buffer(alias)
+
+
+def _compact_strides(shape):
+    strides, acc = [], _C.const(1, "int64")
+    for e in reversed(shape):
+        strides.append(acc)
+        acc = acc * e
+    return list(reversed(strides))
+
+
 def reshape(src, shape):
-    """Not supported yet: a buffer viewed with another shape needs aliasing buffers in the IR."""
-    _unsupported("T.reshape", "index the buffer with the arithmetic of the other shape, or pass the tensor "
-                 "reshaped on the host")
+    """The buffer `src` seen with another shape of the same element count: no copy, the same
+    storage, dtype and scope (a kernel parameter, a shared tile or a per-thread array;
+    fragments are rejected, see docs/tile_ops.md). Writes through either name are seen
+    through the other."""
+    return _alias("T.reshape", src, shape, src.dtype if isinstance(src, Buffer) else "float32")
 
 
 def view(src, shape=None, dtype=None):
-    """Not supported yet (see T.reshape)."""
-    _unsupported("T.view", "index the buffer with the arithmetic of the other shape, or pass the tensor viewed "
-                 "on the host")
+    """The buffer `src` seen with another shape and/or dtype: no copy, the same storage and
+    scope. `shape` defaults to src's shape, `dtype` to src's dtype; the element count times
+    the dtype's bits must be unchanged (a (64,) float16 tile is a (32,) int32 or float32 one).
+    Elements are reinterpreted bit for bit, as numpy's ndarray.view does."""
+    if not isinstance(src, Buffer):
+        return _alias("T.view", src, (), None)
+    return _alias("T.view", src, src.shape if shape is None else shape, src.dtype if dtype is None else dtype)

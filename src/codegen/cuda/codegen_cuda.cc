@@ -244,6 +244,8 @@ struct BufferInfo {
   bool scalar = false;               // local.var: a plain variable
   bool wide_offsets = false;         // flatten indices in int64
   std::vector<std::string> strides;  // precomputed int64 stride names (params), else empty
+  const BufferNode* owner = nullptr;  // the buffer declared; others with its data are T.reshape/T.view aliases
+  DataType dtype;                     // the declared element type
 };
 
 class CodeGenCUDA : public Emitter {
@@ -342,6 +344,8 @@ class CodeGenCUDA : public Emitter {
         std::string t = ctype(b->dtype, b->span, "buffer '" + b->name + "'");
         BufferInfo info;
         info.name = names_.fresh(b->name);
+        info.owner = b.get();
+        info.dtype = b->dtype;
         info.wide_offsets = needs_wide_offsets(b);
         const void* key = buffer_key(b);
         bool used = uses.read.count(key) || uses.written.count(key);
@@ -702,7 +706,11 @@ class CodeGenCUDA : public Emitter {
   std::string element(const Buffer& b, const std::vector<Expr>& indices, Span span) override {
     const BufferInfo& info = buffer_info(b, span);
     if (info.scalar) return info.name;
-    return info.name + "[" + offset(b, info, indices, span) + "]";
+    std::string base = info.name;
+    // A T.view with another dtype: the same bytes through a pointer of its own type.
+    if (info.owner && b->dtype != info.dtype)
+      base = "((" + ctype(b->dtype, span, "buffer '" + b->name + "'") + "*)" + info.name + ")";
+    return base + "[" + offset(b, info, indices, span) + "]";
   }
 
   std::string offset(const Buffer& b, const BufferInfo& info, const std::vector<Expr>& indices, Span span) {
@@ -716,7 +724,7 @@ class CodeGenCUDA : public Emitter {
     if (indices.size() == 1 && const_int(strides[0]) && *const_int(strides[0]) == 1)
       return emit(indices[0]).text;
     // Narrow offsets: a buffer of fewer than 2^31 elements indexed with int32 values.
-    bool narrow = !info.wide_offsets;
+    bool narrow = !info.wide_offsets && (info.owner == b.get() || !needs_wide_offsets(b));
     for (auto& i : indices) narrow = narrow && i->dtype.is_int() && i->dtype.bits <= 32;
     std::vector<std::string> terms;
     for (size_t d = 0; d < indices.size(); ++d) {
@@ -736,8 +744,7 @@ class CodeGenCUDA : public Emitter {
       std::string s;
       if (stride) {
         s = wrap(int64_literal(*stride), kUnary);
-      } else if (d < info.strides.size() && !info.strides[d].empty() &&
-                 strides.size() == info.strides.size()) {
+      } else if (d < info.strides.size() && !info.strides[d].empty() && info.owner == b.get()) {
         s = info.strides[d];
       } else {
         s = wrap(emit_int64(strides[d]), kUnary);
@@ -1216,6 +1223,8 @@ class CodeGenCUDA : public Emitter {
     std::string t = ctype(b->dtype, n->span, "buffer '" + b->name + "'");
     BufferInfo info;
     info.name = names_.fresh(b->name);
+    info.owner = b.get();
+    info.dtype = b->dtype;
     if (b->scope == scope::kLocalVar) {
       info.scalar = true;
       auto it = n->attrs.find("init");

@@ -4,6 +4,7 @@
 #include <functional>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -60,7 +61,7 @@ class WgslCodegen {
 
     collect_atomic_targets(k->body);
     // Parameters: buffers are bindings, scalars and dynamic dimensions uniforms.
-    std::unordered_set<const BufferNode*> written = buffers_written(k->body);
+    std::unordered_set<const VarNode*> written = storage_written(k->body);  // also through T.reshape/T.view
     for (size_t i = 0; i < f->params.size(); ++i) {
       const Param& p = f->params[i];
       if (p.is_buffer()) {
@@ -68,7 +69,8 @@ class WgslCodegen {
         std::string name = fresh(p.buffer->name);
         buffer_names_[p.buffer.get()] = name;
         if (p.buffer->data) data_names_[p.buffer->data.get()] = name;
-        bool w = written.count(p.buffer.get()) > 0;
+        if (p.buffer->data) data_dtypes_[p.buffer->data.get()] = p.buffer->dtype;
+        bool w = p.buffer->data && written.count(p.buffer->data.get()) > 0;
         kernel_.buffers.push_back({int(i), name, p.buffer->dtype, w});
         header_ << "@group(0) @binding(" << std::to_string(kernel_.buffers.size() - 1) << ") var<storage, "
                 << (w ? "read_write" : "read") << "> " << name << ": array<" << element_type(p.buffer, t) << ">;\n";
@@ -208,6 +210,22 @@ class WgslCodegen {
   std::string element_type(const Buffer& b, const std::string& t) const {
     if (!is_atomic(b)) return t;
     return b->dtype == DataType::Int(32) ? "atomic<i32>" : "atomic<u32>";
+  }
+  // The dtype b's storage was declared with, when b is a T.view that reads it as another
+  // one. WGSL has no pointer casts: a view is a bitcast of each element, so both types must
+  // be 32-bit scalars (float32, int32, uint32).
+  std::optional<DataType> reinterpreted(const Buffer& b, Span span) {
+    if (!b->data) return std::nullopt;
+    auto it = data_dtypes_.find(b->data.get());
+    if (it == data_dtypes_.end() || it->second == b->dtype) return std::nullopt;
+    auto word = [](DataType t) {
+      return t == DataType::Float(32) || t == DataType::Int(32) || t == DataType::UInt(32);
+    };
+    if (!word(it->second) || !word(b->dtype) || is_atomic(b))
+      unsupported(span, "T.view '" + b->name + "' reading " + it->second.str() + " storage as " + b->dtype.str() +
+                            " (WGSL reinterprets only 32-bit elements, one for one, outside atomics)",
+                  "view between float32, int32 and uint32, or keep the dtype and change only the shape");
+    return it->second;
   }
   std::string atomic_load(const Buffer& b, const std::string& elem) const {
     std::string v = "atomicLoad(&" + elem + ")";
@@ -385,6 +403,7 @@ class WgslCodegen {
       case ExprKind::BufferLoad: {
         auto* l = as<BufferLoadNode>(e);
         std::string elem = element(l->buffer, l->indices, l->span);
+        if (auto stored = reinterpreted(l->buffer, l->span)) return "bitcast<" + scalar_type(l->buffer->dtype, l->span) + ">(" + elem + ")";
         return is_atomic(l->buffer) ? atomic_load(l->buffer, elem) : elem;
       }
       case ExprKind::Call: return emit_call(as<CallNode>(e));
@@ -540,6 +559,8 @@ class WgslCodegen {
       case StmtKind::BufferStore: {
         auto* n = as<BufferStoreNode>(s);
         std::string elem = element(n->buffer, n->indices, n->span), value = convert(n->value, n->buffer->dtype);
+        if (auto stored = reinterpreted(n->buffer, n->span))
+          return line(elem + " = bitcast<" + scalar_type(*stored, n->span) + ">(" + value + ");");
         if (!is_atomic(n->buffer)) return line(elem + " = " + value + ";");
         if (n->buffer->dtype == DataType::Float(32)) value = "bitcast<u32>(" + value + ")";
         return line("atomicStore(&" + elem + ", " + value + ");");
@@ -630,6 +651,7 @@ class WgslCodegen {
     std::string name = fresh(b->name);
     buffer_names_[b.get()] = name;
     if (b->data) data_names_[b->data.get()] = name;
+    if (b->data) data_dtypes_[b->data.get()] = b->dtype;
     if (b->scope == scope::kLocalVar) {
       scalars_.insert(b.get());
       auto it = n->attrs.find("init");
@@ -663,6 +685,7 @@ class WgslCodegen {
   static constexpr int64_t kMaxUnrolledCopies = 64;
   int64_t unroll_copies_ = 1;
   std::set<std::string> nan_min_max_;  // the float types whose max/min helpers are used
+  std::unordered_map<const VarNode*, DataType> data_dtypes_;  // the dtype each storage is declared with
   bool uses_f16_ = false, uses_subgroups_ = false, need_truncmod_ = false, need_floordiv_ = false, need_floormod_ = false;
   std::unordered_set<std::string> used_;
   std::unordered_map<const VarNode*, std::string> var_names_;
