@@ -107,6 +107,8 @@ std::string why_not_tma_load(const TileOpNode& op, const Target& target) {
   if (op.regions.size() != 2) return "not a copy";
   const BufferRegion &src = op.regions[0], &dst = op.regions[1];
   if (!src.buffer->is_global() || !dst.buffer->is_shared()) return "not a global -> shared copy";
+  // Tensor maps describe kernel parameters; a T.reshape / T.view is read by the threads.
+  if (src.buffer->is_view) return src.buffer->name + " is a T.reshape / T.view";
   const Buffer& S = dst.buffer;
   if (S->shape.size() < 2) return S->name + " is not a 2-D tile";
   for (size_t d = 0; d + 2 < S->shape.size(); ++d)  // a stage of a multi-buffered tile
@@ -161,6 +163,7 @@ std::string why_not_tma_store(const TileOpNode& op, const Target& target) {
   const BufferRegion &src = op.regions[0], &dst = op.regions[1];
   const Buffer &S = src.buffer, &G = dst.buffer;
   if (!S->is_shared() || !G->is_global()) return "not a shared -> global copy";
+  if (G->is_view) return G->name + " is a T.reshape / T.view";
   if (S->dtype != G->dtype) return "the copy converts its dtype";
   if (S->shape.size() != 2) return S->name + " is not a 2-D tile";
   const int64_t *rows = const_int(S->shape[0]), *cols = const_int(S->shape[1]);

@@ -4,6 +4,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/alias.h"
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/op.h"
@@ -236,6 +237,13 @@ class SoftwarePipeline : public IRMutator {
   Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
     kernel_ = n;
     kernel_writes_ = buffers_written(n->body);
+    aliases_ = collect_storage_aliases(n->body);
+    for (auto& [data, list] : aliases_.by_storage) {  // a write through a view writes them all
+      bool any = false;
+      for (auto& b : list) any = any || kernel_writes_.count(b.get());
+      if (any)
+        for (auto& b : list) kernel_writes_.insert(b.get());
+    }
     hoisted_ = {};
     tma_pipelines_ = 0;
     multicasts_ = false;
@@ -277,7 +285,7 @@ class SoftwarePipeline : public IRMutator {
     std::string where = n->span.str() + ": T.Pipelined(num_stages=" + std::to_string(stages) + ") ";
     if (stages < 2) {
       report.push_back(where + "runs in order (one stage)");
-    } else if (target_.arch_number() < 80) {
+    } else if (target_.kind != "hip" && target_.arch_number() < 80) {  // hip: plain loads into LDS
       report.push_back(where + "runs in order (cp.async needs sm_80 or newer)");
     } else if (Stmt out = pipeline(n, body, stages, where)) {
       std::string line = where + (last_tma_ ? "pipelined by a TMA producer warpgroup (warp specialised, "
@@ -295,6 +303,7 @@ class SoftwarePipeline : public IRMutator {
       if (last_tma_ && last_overlap_)
         line += "; its last T.gemm runs one iteration behind, asynchronously, overlapping the next iteration's "
                 "work until P is written again";
+      if (target_.kind == "hip") line += " (plain loads and stores into LDS: no asynchronous copies on hip)";
       if (n->attrs.count("order") || n->attrs.count("stage"))
         line += " (order/stage given: scheduled copies first, the compiler's own order)";
       report.push_back(line);
@@ -562,6 +571,8 @@ class SoftwarePipeline : public IRMutator {
     auto inner_vars = vars_bound_in(make_seq(stmts, sp));
     std::vector<std::unordered_set<const BufferNode*>> writes;
     for (auto& x : stmts) writes.push_back(buffers_written(x));
+    std::vector<std::unordered_set<const VarNode*>> storage_writes;  // also through T.reshape / T.view
+    for (auto& x : stmts) storage_writes.push_back(storage_written(x));
     std::vector<bool> is_producer(stmts.size(), false);
     std::unordered_map<const BufferNode*, Buffer> staged;
     not_ahead_.clear();
@@ -574,11 +585,14 @@ class SoftwarePipeline : public IRMutator {
       std::string why;
       auto u = uses_.loops.find(dst.get());
       if (staged.count(dst.get())) why = "another copy of the loop fills " + dst->name;
+      // Staging gives the tile new storage; a T.reshape / T.view would still name the old.
+      else if (dst->is_view || aliases_.aliased(dst)) why = dst->name + " is reached through T.reshape / T.view";
       else if (u == uses_.loops.end() || u->second.size() != 1 || !u->second.count(loop))
         why = dst->name + " is used outside the loop";
       for (size_t j = 0; j < stmts.size() && why.empty(); ++j)
         if (j != i && writes[j].count(dst.get())) why = "another statement of the loop writes " + dst->name;
-        else if (j != i && writes[j].count(src.get())) why = "the loop writes " + src->name;
+        else if (j != i && (writes[j].count(src.get()) || (src->data && storage_writes[j].count(src->data.get()))))
+          why = "the loop writes " + src->name;
       for (auto& r : op->regions)
         for (auto& rg : r.ranges)
           if (why.empty() && !(loop_invariant_but_for(rg.min, inner_vars, kernel_writes_) &&
@@ -743,6 +757,7 @@ class SoftwarePipeline : public IRMutator {
   int tma_pipelines_ = 0;
   bool multicasts_ = false;  // the kernel's TMA pipeline multicasts across its cluster
   std::unordered_set<const BufferNode*> kernel_writes_;  // every buffer the kernel writes
+  StorageAliases aliases_;                               // buffers sharing storage (T.reshape / T.view)
   bool last_overlap_ = false;  // the last pipeline's final T.gemm runs one iteration behind
   bool last_tma_ = false;
   BufferUses uses_;

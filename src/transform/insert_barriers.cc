@@ -178,6 +178,10 @@ class AccessCollector : public IRVisitor {
     const void* storage = b->data ? static_cast<const void*>(b->data.get()) : b.get();
     // Buffers planned into overlapping bytes of shared memory are one storage.
     if (auto it = shared_bytes_.find(b.get()); it != shared_bytes_.end()) storage = it->second;
+    // A T.reshape / T.view is its allocation's storage.
+    else if (b->data)
+      for (auto& [alloc, root] : shared_bytes_)
+        if (alloc->data == b->data) storage = root;
     Access a{storage, b.get(), write, std::move(region), threads_};
     merge(accesses, {a});
   }

@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/alias.h"
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "op/copy_tma.h"
@@ -95,6 +96,7 @@ class LayoutInference : public IRVisitor {
       : target_(target), regions_(k.num_threads()) {}
 
   KernelLayouts run(const KernelNode& k) {
+    aliases_ = collect_storage_aliases(k.body);
     regions_.visit(k.body);
     visit(k.body);  // collects fragments, gives rank >= 2 ones their default
     // Strict demands first: instruction layouts, which everything else then follows.
@@ -157,6 +159,19 @@ class LayoutInference : public IRVisitor {
     return it == decided_.end() ? nullptr : &it->second.layout;
   }
 
+  // A swizzled layout permutes a tile's elements; a T.reshape / T.view of it (or the tile a
+  // view is over) would index the unpermuted order, so such storage stays row-major, and
+  // where an operator needs the swizzle that is an error at its line.
+  void refuse_swizzle_of_aliased(const Buffer& b, Span span, const std::string& what) {
+    if (!aliases_.aliased(b)) return;
+    std::string others;
+    for (auto& o : aliases_.others(b)) others += (others.empty() ? "'" : ", '") + o->name + "'";
+    fail(ErrorKind::Unsupported, span,
+         what + " needs the shared tile '" + b->name + "' in a swizzled layout, but its storage is also reached as " +
+             others + " (T.reshape / T.view), which would read it unswizzled",
+         "give the operator a tile of its own (T.copy into it), or reshape a copy of the tile");
+  }
+
   // T.gemm's instruction fixes the accumulator's layout (and a register A operand's) and
   // how shared operands are stored.
   void gemm_demands(const TileOpNode* n) {
@@ -181,6 +196,7 @@ class LayoutInference : public IRVisitor {
       const int64_t* cols = const_int(b->shape.back());
       SwizzleMode mode = cols ? pick_swizzle_mode(*cols, b->dtype.bits) : SwizzleMode::None;
       if (mode == SwizzleMode::None) continue;
+      refuse_swizzle_of_aliased(b, n->span, "T.gemm");
       // wgmma reads the canonical layout of its descriptors (panels one swizzle wide); it
       // serves ldmatrix as well, so it wins over an mma.sync gemm's in-place swizzle.
       SharedSwizzle want{mode, wgmma ? swizzle_width_bytes(mode) * 8 / b->dtype.bits : 0};
@@ -247,6 +263,7 @@ class LayoutInference : public IRVisitor {
     if (strict_ && n->op == "copy" && n->regions.size() == 2 && attr_int(*n, "tma", 0)) {
       const Buffer& b = n->regions[1].buffer;
       SwizzleMode mode = pick_swizzle_mode(*const_int(b->shape.back()), b->dtype.bits);
+      if (mode != SwizzleMode::None) refuse_swizzle_of_aliased(b, n->span, "a TMA load");
       if (mode != SwizzleMode::None) swizzled_[b.get()] = {mode, swizzle_width_bytes(mode) * 8 / b->dtype.bits};
     }
     // A shared tile stored to global memory by TMA: panels one swizzle width wide, each a
@@ -256,8 +273,11 @@ class LayoutInference : public IRVisitor {
     if (by_hand_store)
       if (std::string why = why_not_tma_store(*n, target_); !why.empty())
         fail(ErrorKind::Unsupported, n->span, "T.tma_copy: " + why, "use T.copy, which picks a mechanism that can take it");
+    if (by_hand_store && n->regions.size() == 2) refuse_swizzle_of_aliased(n->regions[0].buffer, n->span, "T.tma_copy");
+    // A tile with a T.reshape / T.view is stored by the threads, row-major.
     if (strict_ && n->op == "copy" && n->regions.size() == 2 && n->regions[0].buffer->is_shared() &&
-        n->regions[1].buffer->is_global() && why_not_tma_store(*n, target_).empty()) {
+        n->regions[1].buffer->is_global() && !aliases_.aliased(n->regions[0].buffer) &&
+        why_not_tma_store(*n, target_).empty()) {
       const Buffer& b = n->regions[0].buffer;
       bool claimed = annotated_.count(b.get()) > 0;
       for (auto* g : gemm_ops_) claimed = claimed || g->regions[0].buffer == b || g->regions[1].buffer == b;
@@ -276,6 +296,7 @@ class LayoutInference : public IRVisitor {
     }
     if (strict_ && n->op == "annotate_layout" && n->regions.size() == 1) {
       const Buffer& b = n->regions[0].buffer;
+      refuse_swizzle_of_aliased(b, n->span, "T.annotate_layout");
       if (!swizzled_.count(b.get()))
         swizzled_[b.get()] = {pick_swizzle_mode(*const_int(b->shape.back()), b->dtype.bits), 0};  // checked
     }
@@ -427,6 +448,7 @@ class LayoutInference : public IRVisitor {
   std::vector<const TileOpNode*> gemm_ops_;
   std::vector<std::pair<const BufferNode*, const BufferNode*>> fragment_copies_;  // (src, dst)
   std::unordered_map<const BufferNode*, SharedSwizzle> swizzled_;
+  StorageAliases aliases_;  // shared tiles also reached through T.reshape / T.view are never swizzled
   std::unordered_map<const TileOpNode*, GemmInstruction> gemms_;
   std::unordered_set<const TileOpNode*> tma_stores_;
   std::unordered_set<const BufferNode*> annotated_;  // shared buffers with T.annotate_layout

@@ -39,6 +39,7 @@ class LifetimeCollector : public IRVisitor {
     if (b->scope == scope::kSharedDyn && b->const_size() >= 0 && !lifetimes.count(b.get())) {
       lifetimes[b.get()] = {n, b->const_size() * b->dtype.bytes()};
       order.push_back(b.get());
+      if (b->data) by_data_[b->data.get()] = b.get();
     }
     IRVisitor::visit_allocate(n);
   }
@@ -72,10 +73,16 @@ class LifetimeCollector : public IRVisitor {
   }
 
  private:
-  void note(const Buffer& b) {
-    if (!lifetimes.count(b.get())) return;
-    if (loop_depth_ > 0) used_in_loop_.push_back(b.get());
-    touch_span(b.get(), counter_, counter_);
+  // A use through a T.reshape / T.view is a use of the allocation it is over.
+  void note(const Buffer& use) {
+    const BufferNode* b = use.get();
+    if (!lifetimes.count(b)) {
+      auto it = use->data ? by_data_.find(use->data.get()) : by_data_.end();
+      if (it == by_data_.end()) return;
+      b = it->second;
+    }
+    if (loop_depth_ > 0) used_in_loop_.push_back(b);
+    touch_span(b, counter_, counter_);
   }
   void touch_span(const BufferNode* b, int64_t from, int64_t to) {
     Lifetime& l = lifetimes[b];
@@ -86,6 +93,7 @@ class LifetimeCollector : public IRVisitor {
   int64_t counter_ = 0, loop_start_ = 0;
   int loop_depth_ = 0;
   std::vector<const BufferNode*> used_in_loop_;
+  std::unordered_map<const VarNode*, const BufferNode*> by_data_;
 };
 
 std::unordered_map<const AllocateNode*, int64_t> place(const LifetimeCollector& c) {
