@@ -1,8 +1,8 @@
 """tilelang.engine (lower, KernelParam, the CUDA post-processing callback),
 tilelang.language.fp8, T.Layout / T.Fragment, T.thread_binding, T.CUDASourceCodeKernel,
 external functions in a DSL kernel (T.import_source, T.call_extern, T.access_ptr,
-T.reinterpret, T.evaluate), T.alloc_global workspaces, and the names rejected with a reason
-(T.reshape, T.view)."""
+T.reinterpret, T.evaluate), T.alloc_global workspaces, and what T.reshape / T.view refuse
+with a reason (fragments; the rest is tests/python/test_reshape_view.py)."""
 import numpy as np
 import pytest
 
@@ -201,17 +201,18 @@ def _thread_y_kernel():
     return grid2
 
 
-# ---------------------------------------------------------------- names rejected with a reason
+# ---------------------------------------------------------------- T.reshape / T.view refusals
 @pytest.mark.parametrize("name, call", [
-    ("reshape", lambda A: T.reshape(A, (4, 4))),
-    ("view", lambda A: T.view(A, (4, 4))),
+    ("reshape", lambda F: T.reshape(F, (4, 4))),
+    ("view", lambda F: T.view(F, (4, 4))),
 ])
-def test_unsupported_names_are_typed_errors(name, call):
-    with pytest.raises(TileLangUnsupportedError, match=f"T.{name} is not supported by this compiler yet") as ei:
+def test_views_of_fragments_are_typed_errors(name, call):
+    with pytest.raises(TileLangUnsupportedError, match=f"T.{name} of the fragment 'F' is not supported") as ei:
         @T.prim_func
         def f(A: T.Tensor((16,), "float32")):
             with T.Kernel(1) as _:
-                call(A)
+                F = T.alloc_fragment((16,), "float32")
+                call(F)
     assert ei.value.file == __file__ and ei.value.hint
 
 
