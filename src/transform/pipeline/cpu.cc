@@ -12,6 +12,7 @@
 #include "transform/lower_tile_ops.h"
 #include "transform/pass.h"
 #include "transform/simplify.h"
+#include "transform/version_uniform_conditions.h"
 #include "transform/verify_cpu.h"
 
 namespace tl {
@@ -26,6 +27,9 @@ PrimFunc lower_for_cpu(const PrimFunc& f, const Target& target) {
       {"verify_cpu", verify_cpu},
       // Element accesses written by hand that may run past a global tensor get guards.
       {"legalize_safe_memory_access", legalize_safe_memory_access},
+      // A mask that holds for the whole tile in most runs (causal, ragged edge) gets a
+      // block-uniform test and a copy of its loop without it.
+      {"version_uniform_conditions", version_uniform_conditions},
       // Tile operators become loops over their regions, with bounds guards for tails.
       {"lower_tile_ops", [&](const PrimFunc& g) { return lower_tile_ops(g, target); }},
       // Fold index arithmetic and drop the guards that block/loop ranges prove true.

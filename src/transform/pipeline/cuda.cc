@@ -19,6 +19,7 @@
 #include "transform/pingpong_warpgroups.h"
 #include "transform/pass.h"
 #include "transform/simplify.h"
+#include "transform/version_uniform_conditions.h"
 #include "transform/stage_epilogue.h"
 
 namespace tl {
@@ -39,6 +40,9 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       {"plan_shared_memory", plan_shared_memory},
       // Barriers are placed at tile level, where every statement is one block-wide step.
       {"insert_barriers", insert_barriers},
+      // A mask that holds for the whole tile in most runs (causal, ragged edge) gets a
+      // block-uniform test and a copy of its loop without it.
+      {"version_uniform_conditions", version_uniform_conditions},
       // Layouts, then each thread's share of every tile operator and T.Parallel loop.
       {"lower_to_threads", [&](const PrimFunc& g) { return lower_to_threads(g, target); }},
       {"simplify", simplify},

@@ -15,6 +15,7 @@
 #include "transform/lower_to_threads.h"
 #include "transform/pass.h"
 #include "transform/simplify.h"
+#include "transform/version_uniform_conditions.h"
 
 namespace tl {
 
@@ -27,6 +28,9 @@ PrimFunc lower_for_webgpu(const PrimFunc& f, const Target& target) {
       {"legalize_safe_memory_access", legalize_safe_memory_access},
       // Barriers are placed at tile level, where every statement is one block-wide step.
       {"insert_barriers", insert_barriers},
+      // A mask that holds for the whole tile in most runs (causal, ragged edge) gets a
+      // block-uniform test and a copy of its loop without it.
+      {"version_uniform_conditions", version_uniform_conditions},
       // Layouts, then each thread's share of every tile operator and T.Parallel loop.
       {"lower_to_threads", [&](const PrimFunc& g) { return lower_to_threads(g, target); }},
       {"simplify", simplify},
