@@ -37,6 +37,14 @@ cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXEC
 cmake --build build/gpu -j"$(nproc)" > "$LOGS/build.log" 2>&1 || { grep -m20 error "$LOGS/build.log"; exit 1; }
 cp build/gpu/_C*.so python/tilelang/
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
+# A test process that dies inside native code leaves its native stack (and the test's name):
+# printed, with the C++ core's frames resolved, when the script ends.
+if gcc -shared -fPIC -O1 -o build/gpu/native_backtrace.so benchmarks/crash/native_backtrace.c 2>/dev/null; then
+  export NATIVE_BACKTRACE_LIB=$PWD/build/gpu/native_backtrace.so NATIVE_BACKTRACE_LOG=/tmp/native_crash.log
+  export PYTHONPATH=$PYTHONPATH:$PWD/benchmarks/crash PYTEST_ADDOPTS="-p pytest_native_backtrace ${PYTEST_ADDOPTS:-}"
+  rm -f "$NATIVE_BACKTRACE_LOG"
+  trap 'bash benchmarks/crash/symbolize.sh "$NATIVE_BACKTRACE_LOG" "$(ls build/gpu/_C*.so | head -1)"' EXIT
+fi
 ONLY=${1:-all}
 if [ "$ONLY" = attention ]; then
   # FlashAttention forward, ours against cuDNN SDPA and upstream TileLang (same DSL source,
