@@ -9,6 +9,7 @@
 #include "bindings/handles.h"
 #include "codegen/cpu/codegen_cpu.h"
 #include "codegen/cuda/codegen_cuda.h"
+#include "codegen/hip/codegen_hip.h"
 #include "codegen/wgsl/codegen_wgsl.h"
 #include "ir/error.h"
 #include "ir/functor.h"
@@ -17,6 +18,7 @@
 #include "target/target.h"
 #include "transform/pipeline/cpu.h"
 #include "transform/pipeline/cuda.h"
+#include "transform/pipeline/hip.h"
 #include "transform/pipeline/webgpu.h"
 
 namespace tl::py {
@@ -93,6 +95,7 @@ void bind_compiler(nb::module_& m) {
       }
     }
     if (t.kind == "cuda") return PyFunc{lower_for_cuda(f.f, t)};
+    if (t.kind == "hip") return PyFunc{lower_for_hip(f.f, t)};
     if (t.kind == "webgpu") return PyFunc{lower_for_webgpu(f.f, t)};
     return PyFunc{lower_for_cpu(f.f, t)};
   }, nb::arg("func"), nb::arg("target"), nb::arg("switches") = std::vector<std::string>{},
@@ -135,6 +138,11 @@ void bind_compiler(nb::module_& m) {
       CudaCodegenOptions opts;
       if (!t.arch.empty()) opts.arch = t.arch;
       return codegen_cuda(f.f, opts);
+    }
+    if (t.kind == "hip") {
+      HipCodegenOptions opts;
+      if (!t.arch.empty()) opts.arch = t.arch;
+      return codegen_hip(f.f, opts);
     }
     if (t.kind == "webgpu") {
       WgslOptions opts;

@@ -13,6 +13,7 @@
 #include "target/target.h"
 #include "transform/lower_to_threads.h"
 #include "transform/pipeline/cuda.h"
+#include "transform/pipeline/hip.h"
 #include "transform/pipeline/webgpu.h"
 
 namespace tl::py {
@@ -87,7 +88,7 @@ void bind_layouts(nb::module_& m) {
     Target t = Target::parse(target);
     for (auto& s : switches) t.set_switch(s);
     nb::list out;
-    if (t.kind != "cuda" && t.kind != "webgpu") return out;  // the CPU back end has no thread layouts
+    if (t.kind != "cuda" && t.kind != "hip" && t.kind != "webgpu") return out;  // the CPU back end has no thread layouts
     ObserveLayouts observe([&](const KernelNode&, const KernelLayouts& layouts) {
       auto by_line = [](auto& items) {
         std::sort(items.begin(), items.end(), [](auto& a, auto& b) {
@@ -107,6 +108,7 @@ void bind_layouts(nb::module_& m) {
       for (auto& [b, s] : shared) out.append(describe_shared(b, *s));
     });
     if (t.kind == "cuda") lower_for_cuda(f.f, t);
+    else if (t.kind == "hip") lower_for_hip(f.f, t);
     else lower_for_webgpu(f.f, t);
     return out;
   }, nb::arg("func"), nb::arg("target"), nb::arg("switches") = std::vector<std::string>{});

@@ -324,6 +324,8 @@ GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& targ
   GemmInstruction ins = choose_mma_sync(op, target, threads, full_row);
   // Only where wgmma exists is mma.sync (or SIMT) a slower path than the program could have.
   if (target.kind == "cuda" && target.arch_number() >= 90) ins.why_not_faster = not_wgmma;
+  if (target.kind == "hip")
+    ins.why_not_faster = "the matrix cores (MFMA on CDNA, WMMA on RDNA) are not used on target hip yet";
   return ins;
 }
 

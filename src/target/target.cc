@@ -8,7 +8,15 @@
 namespace tl {
 
 namespace {
-const char* const kKnownTargets = "known targets: cpu (aliases c, llvm), cuda (cuda -arch=sm_90a), webgpu, auto";
+const char* const kKnownTargets =
+    "known targets: cpu (aliases c, llvm), cuda (cuda -arch=sm_90a), hip (hip -arch=gfx942; alias rocm), webgpu, "
+    "auto";
+
+std::string hip_arch_list() {
+  std::string out;
+  for (const char* const* a = Target::kHipArchs; *a; ++a) out += std::string(out.empty() ? "" : ", ") + *a;
+  return out;
+}
 
 // "sm_" then digits, then at most one letter (sm_90a, sm_100f).
 bool is_cuda_arch(const std::string& a) {
@@ -75,19 +83,44 @@ Target Target::parse(const std::string& s) {
     }
     return t;
   }
-  static const char* known_later[] = {"hip", "rocm", "metal", "ascend"};
+  if (k == "hip" || k == "rocm") {
+    // No architecture: a description only; lowering asks for one (the wavefront size, and
+    // so every reduction, depends on it).
+    t.kind = "hip";
+    for (const std::string& w : options) {
+      if (w.rfind("-arch=", 0) != 0) unknown_option(w, "-arch=gfxNNN (e.g. hip -arch=gfx942)");
+      t.arch = w.substr(6);
+      if (!hip_wave_size(t.arch))
+        fail(ErrorKind::Unsupported, {}, "target '" + s + "': unknown AMD architecture '" + t.arch + "'",
+             "known architectures: " + hip_arch_list());
+    }
+    // 64 KiB of LDS per workgroup; gfx950 has 160 KiB.
+    t.max_shared_bytes = t.arch == "gfx950" ? 160 * 1024 : 64 * 1024;
+    return t;
+  }
+  static const char* known_later[] = {"metal", "ascend"};
   for (auto* name : known_later) {
     if (k == name)
       fail(ErrorKind::Unsupported, {}, "target '" + s + "' is not available in this build",
-           "use target=\"cpu\", \"cuda\" or \"webgpu\"");
+           "use target=\"cpu\", \"cuda\", \"hip\" or \"webgpu\"");
   }
   fail(ErrorKind::Unsupported, {}, "unknown target '" + s + "'", kKnownTargets);
 }
 
 std::string Target::str() const {
   if (kind == "cuda" && !arch.empty()) return "cuda -arch=" + arch;
+  if (kind == "hip" && !arch.empty()) return "hip -arch=" + arch;
   if (kind == "webgpu" && subgroup > 0) return "webgpu -subgroup=" + std::to_string(subgroup);
   return kind;
+}
+
+// CDNA 2 (MI200), CDNA 3 (MI300), CDNA 4 (MI350); RDNA 3 and RDNA 4.
+const char* const Target::kHipArchs[] = {"gfx90a", "gfx940", "gfx942", "gfx950", "gfx1100", "gfx1201", nullptr};
+
+int Target::hip_wave_size(const std::string& arch) {
+  for (const char* const* a = kHipArchs; *a; ++a)
+    if (arch == *a) return arch.rfind("gfx9", 0) == 0 ? 64 : 32;
+  return 0;
 }
 
 int64_t Target::cuda_max_shared_bytes(int arch) {

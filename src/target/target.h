@@ -6,8 +6,9 @@
 namespace tl {
 
 struct Target {
-  std::string kind = "cpu";  // "cpu", "cuda" or "webgpu" (later: "hip", "metal")
-  std::string arch;          // "host" for the CPU; "sm_90a", "sm_80"... for CUDA (empty: the device's)
+  std::string kind = "cpu";  // "cpu", "cuda", "hip" or "webgpu" (later: "metal")
+  std::string arch;          // "host" for the CPU; "sm_90a", "sm_80"... for CUDA (empty: the device's);
+                             // "gfx942", "gfx1100"... for HIP
   // What one launch may ask for (checked at compile time by check_block_budget). The parser
   // sets each target's own: CUDA's by architecture, WebGPU's defaults from the WebGPU
   // specification, which the WebGPU runtime replaces with its adapter's.
@@ -37,7 +38,8 @@ struct Target {
   bool set_switch(const std::string& name);
 
   // Parses a target string: "cpu" (aliases "c", "llvm"), "cuda", "cuda -arch=sm_90a",
-  // "webgpu", "webgpu -subgroup=32".
+  // "webgpu", "webgpu -subgroup=32", "hip -arch=gfx942" (alias "rocm"; the architectures
+  // are kHipArchs).
   // "auto" is resolved by the front end (a GPU when one is present). Throws
   // CompileError(Unsupported) for a back end this build does not have.
   static Target parse(const std::string& s);
@@ -46,9 +48,19 @@ struct Target {
   int arch_number() const;
   // Shared memory per block (with the opt-in) of a CUDA compute capability; 0 when unknown.
   static int64_t cuda_max_shared_bytes(int arch);
-  // How many threads exchange registers by shuffles (a CUDA warp, a WebGPU subgroup); 1
-  // where lowerings must go through shared memory instead.
-  int warp_size() const { return kind == "cuda" ? 32 : kind == "webgpu" && subgroup > 1 ? subgroup : 1; }
+  // How many threads exchange registers by shuffles (a CUDA warp, an AMD wavefront: 64 on
+  // CDNA, 32 on RDNA, a WebGPU subgroup); 1 where lowerings must go through shared memory
+  // instead.
+  int warp_size() const {
+    if (kind == "cuda") return 32;
+    if (kind == "hip") return hip_wave_size(arch);
+    return kind == "webgpu" && subgroup > 1 ? subgroup : 1;
+  }
+  // The AMD architectures target hip knows, in the order error messages list them.
+  static const char* const kHipArchs[];
+  // The wavefront of an AMD architecture: 64 on the CDNA parts (gfx9xx), 32 on RDNA
+  // (gfx10xx and later, compiled for wave32); 0 for an arch that is not in kHipArchs.
+  static int hip_wave_size(const std::string& arch);
 };
 
 }  // namespace tl

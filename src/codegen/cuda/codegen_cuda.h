@@ -11,12 +11,40 @@
 
 namespace tl {
 
+// What another C++ GPU dialect spells differently from CUDA (codegen/hip): the generator
+// below is shared, and asks its dialect at each of these points. Null in the options: CUDA.
+class GpuDialect {
+ public:
+  virtual ~GpuDialect() = default;
+  // The target's name in diagnostics ("hip") and the language's ("HIP").
+  virtual std::string target_name() const = 0;
+  virtual std::string language() const = 0;
+  // The device header the source includes ("tl/hip/tl_hip.h").
+  virtual std::string header() const = 0;
+  // The C++ type of a 16- or 8-bit float dtype; fails for one the dialect lacks.
+  virtual std::string storage_type(DataType t, Span span) const = 0;
+  // The function converting a float (or a double, from_double) to the storage type `to`,
+  // and a storage float `from` to float.
+  virtual std::string to_storage_fn(DataType to, bool from_double) const = 0;
+  virtual std::string to_float_fn(DataType from) const = 0;
+  // value ^ lane_mask within groups of width lanes (value of dtype t).
+  virtual std::string shfl_xor(const std::string& value, const std::string& mask, const std::string& width,
+                               DataType t) const = 0;
+  // The most static shared memory a kernel may declare.
+  virtual int64_t static_shared_limit() const = 0;
+  // Called where the generator would emit an NVIDIA instruction (feature: "cp.async",
+  // "wgmma", ...): fails when the dialect has no equivalent.
+  virtual void require(const std::string& feature, Span span) const = 0;
+};
+
 struct CudaCodegenOptions {
   // Target architecture ("sm_80", "sm_90a", ...): gates instructions (cp.async needs
   // sm_80) and is named in the source's header comment.
   std::string arch = "sm_80";
   // Emit __launch_bounds__(threads per block), which lets ptxas budget registers for it.
   bool launch_bounds = true;
+  // Another dialect of GPU C++ (HIP); null for CUDA.
+  const GpuDialect* dialect = nullptr;
 };
 
 // One parameter of a generated kernel. Every kernel of a function has the same list:
