@@ -235,6 +235,9 @@ def backend_for(target: str, prim_func=None):
         return SourceKernelBackend(prim_func, target)
     if target.startswith("cuda"):
         return CudaBackend()
+    if target.startswith("hip"):
+        from .hip import HipBackend
+        return HipBackend()
     if target.startswith("webgpu"):
         from .webgpu import WebGPUBackend
         return WebGPUBackend()
@@ -259,4 +262,9 @@ def resolve_target(target) -> str:
                 "give an architecture (target=\"cuda -arch=sm_90a\") to generate code without a device, "
                 "or use target=\"cpu\"")
         canonical = f"cuda -arch={_C.cuda_device_arch(0)}"
+    if canonical == "hip":
+        from ..errors import TileLangUnsupportedError
+        raise TileLangUnsupportedError(
+            "target 'hip' needs an AMD architecture (the wavefront is 64 lanes on CDNA, 32 on RDNA)", None, None,
+            "give one, e.g. target=\"hip -arch=gfx942\" (MI300) or \"hip -arch=gfx1100\" (RDNA 3)")
     return canonical

@@ -344,6 +344,8 @@ class JITKernel:
             names = ", ".join(p.name for p in self.input_params)
             raise TypeError(f"{name}() takes {n_in} argument(s) ({names}), got {len(args)}")
         device = self._backend.device
+        if device == "hip":  # generated, not runnable: say why before reading arguments
+            self._executable.require_device()
         accepted = getattr(self._backend, "devices", (device,))
         binder = Binder(name)
         values = {}  # param index -> pointer (buffers) or Python number (scalars)

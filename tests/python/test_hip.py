@@ -1,0 +1,254 @@
+"""Target hip (AMD GPUs) without an AMD GPU: the suite's kernels are lowered for hip, turned
+into HIP C++ and, where hipcc is installed, compiled for CDNA 2 (gfx90a), CDNA 3 (gfx940,
+gfx942) and RDNA 3 (gfx1100) as far as that hipcc knows each; the code objects are read
+back for scratch use and spills. Nothing here runs a kernel on an AMD device."""
+import functools
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import _C
+from tilelang.errors import TileLangUnsupportedError
+from tilelang.jit.hip import hip_device_status, hipcc_compile, hipcc_path
+from tilelang.jit.kernel import _include_dir
+
+from kernels.gemm import matmul
+from kernels.softmax import softmax
+from test_cuda_compile import CASES as CUDA_CASES
+
+# float8 is refused on hip (test_float8_is_refused), and the multi-stage GEMMs and the
+# pipelined attention, sized for CUDA's 163-227 KiB of shared memory, need more than 64 KiB
+# of LDS (test_cuda_sized_pipelines_exceed_the_lds); the same pipelines in tiles that fit
+# take their place. Every other suite kernel must compile.
+TOO_BIG_FOR_64K = {"flash_attention_mma_pipelined", "gemm_bf16_mma_3_stages", "gemm_fp16_mma_transposed_4_stages",
+                   "gemm_int8_mma"}
+CASES = {name: make for name, make in CUDA_CASES.items() if "fp8" not in name and name not in TOO_BIG_FOR_64K}
+CASES.update({
+    "gemm_bf16_3_stages_64x64": lambda: matmul(512, 512, 256, 64, 64, 32, in_dtype="bfloat16", num_stages=3),
+    "gemm_fp16_transposed_2_stages": lambda: matmul(256, 256, 256, 64, 64, 32, in_dtype="float16",
+                                                    transpose_A=True, transpose_B=True, num_stages=2, threads=256),
+    "gemm_int8_2_stages": lambda: matmul(256, 256, 256, 64, 64, 64, in_dtype="int8", out_dtype="int32",
+                                         accum_dtype="int32", transpose_B=True, num_stages=2),
+})
+ARCHS = ["gfx90a", "gfx940", "gfx942", "gfx1100"]
+
+TRIVIAL = '#include "tl/hip/tl_hip.h"\nextern "C" __global__ void probe(float* p) { p[threadIdx.x] = 1.0f; }\n'
+
+
+def first_error(e):
+    lines = str(e).splitlines()
+    return next((line.strip() for line in lines[1:] if "error" in line), lines[-1])
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_support(arch):
+    """("object" | "assembly" | None, why): how far this hipcc compiles for arch."""
+    if hipcc_path() is None:
+        return None, "hipcc is not installed (Debian: apt-get install hipcc; not part of make system-deps)"
+    try:
+        hipcc_compile(TRIVIAL, arch, _include_dir())
+        return "object", ""
+    except tilelang.errors.TileLangInternalError as object_error:
+        try:
+            hipcc_compile(TRIVIAL, arch, _include_dir(), assembly=True)
+        except tilelang.errors.TileLangInternalError as e:
+            return None, f"this hipcc does not know {arch}: {first_error(e)}"
+        return "assembly", (f"this hipcc compiles {arch} but has no device libraries for it "
+                            f"({first_error(object_error)})")
+
+
+def readelf():
+    for tool in ("llvm-readelf", "llvm-readelf-15", "/usr/lib/llvm-15/bin/llvm-readelf"):
+        try:
+            subprocess.run([tool, "--version"], capture_output=True, check=True)
+            return tool
+        except (OSError, subprocess.CalledProcessError):
+            continue
+    return None
+
+
+def objdump():
+    for tool in ("llvm-objdump", "llvm-objdump-15", "/usr/lib/llvm-15/bin/llvm-objdump"):
+        try:
+            subprocess.run([tool, "--version"], capture_output=True, check=True)
+            return tool
+        except (OSError, subprocess.CalledProcessError):
+            continue
+    return None
+
+
+def kernel_notes(code_object, tmp_path):
+    """Each kernel's resource metadata from the code object's notes: name -> {key: int}."""
+    tool = readelf()
+    if tool is None:
+        pytest.skip("llvm-readelf is not installed: the code object's metadata cannot be read")
+    path = tmp_path / "kernel.co"
+    path.write_bytes(code_object)
+    text = subprocess.run([tool, "--notes", str(path)], capture_output=True, text=True, check=True).stdout
+    kernels = {}
+    for block in text.split("  - .agpr_count")[1:] if ".agpr_count" in text else text.split("  - ")[1:]:
+        name = re.search(r"\.name:\s+(\S+)", block)
+        if not name:
+            continue
+        kernels[name.group(1)] = {k: int(v) for k, v in re.findall(r"\.(\w+):\s+(\d+)\s*$", block, re.M)}
+    return kernels
+
+
+def hip_source(func, arch):
+    target = f"hip -arch={arch}"
+    lowered = _C.lower(func.handle, target)
+    return lowered, _C.codegen(lowered, target)
+
+
+# ---------------------------------------------------------------------- targets
+
+def test_target_strings():
+    assert _C.normalise_target("hip -arch=gfx942") == "hip -arch=gfx942"
+    assert _C.normalise_target("rocm -arch=gfx90a") == "hip -arch=gfx90a"
+    assert _C.normalise_target("hip") == "hip"
+    with pytest.raises(TileLangUnsupportedError, match="unknown AMD architecture 'gfx908'") as info:
+        _C.normalise_target("hip -arch=gfx908")
+    assert "gfx90a, gfx940, gfx942, gfx950, gfx1100, gfx1201" in str(info.value)
+    with pytest.raises(TileLangUnsupportedError, match="unknown option '-subgroup=32'"):
+        _C.normalise_target("hip -arch=gfx942 -subgroup=32")
+
+
+def test_hip_without_an_architecture_is_refused():
+    with pytest.raises(TileLangUnsupportedError, match="target 'hip' needs an AMD architecture"):
+        tilelang.compile(softmax(256, 512), target="hip")
+    with pytest.raises(TileLangUnsupportedError, match="names no AMD architecture"):
+        _C.lower(softmax(256, 512).handle, "hip")
+
+
+def test_lds_limit_per_architecture():
+    """A block asking for more than 64 KiB of LDS is refused on gfx942 and fits gfx950's 160 KiB."""
+    func = CUDA_CASES["gemm_bf16_mma_3_stages"]()  # 96 KiB of tiles
+    with pytest.raises(TileLangUnsupportedError, match="65536"):
+        _C.lower(func.handle, "hip -arch=gfx942")
+    _C.lower(func.handle, "hip -arch=gfx950")
+
+
+@pytest.mark.parametrize("case", sorted(TOO_BIG_FOR_64K))
+def test_cuda_sized_pipelines_exceed_the_lds(case):
+    with pytest.raises(TileLangUnsupportedError, match="bytes of shared memory per block; target hip allows at "
+                                                      "most 65536") as e:
+        _C.lower(CUDA_CASES[case]().handle, "hip -arch=gfx90a")
+    assert "hint: use fewer pipeline stages" in str(e.value) or "smaller tiles" in str(e.value)
+
+
+# ---------------------------------------------------------------------- generated source
+
+def test_reductions_shuffle_over_the_wavefront():
+    """The wavefront is the shuffle group: 64 lanes on CDNA, 32 on RDNA; HIP's shuffles
+    take no lane mask."""
+    _, cdna = hip_source(softmax(256, 512), "gfx942")
+    _, rdna = hip_source(softmax(256, 512), "gfx1100")
+    assert "tl::shfl_xor(row_max_red, 16, 64)" in cdna
+    assert "tl::shfl_xor(row_max_red, 16, 32)" in rdna
+    assert "_sync" not in cdna and '#include "tl/hip/tl_hip.h"' in cdna
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_no_nvidia_instruction_is_generated(case):
+    lowered, source = hip_source(CASES[case](), "gfx942")
+    assert "__global__" in source
+    for nvidia in ("asm", "__shfl_xor_sync", "ldmatrix", "mma_", "wgmma", "tma_", "mbarrier", "__nv_",
+                   "__grid_constant__", "__cluster_dims__"):
+        assert nvidia not in source, (case, nvidia)
+    report = lowered.lowering_report()
+    if "gemm" in case or "attention" in case:
+        assert "SIMT multiply-adds" in report
+        assert "[slower path: the matrix cores (MFMA on CDNA, WMMA on RDNA) are not used on target hip yet]" in report
+
+
+def test_pipelines_copy_with_plain_loads():
+    lowered, source = hip_source(CASES["gemm_bf16_3_stages_64x64"](), "gfx90a")
+    report = lowered.lowering_report()
+    assert "pipelined: 2 copies ahead into 3 buffers of A_shared B_shared" in report
+    assert "(plain loads and stores into LDS: no asynchronous copies on hip)" in report
+    assert "tl::cp_async<16>" in source and "tl::bfloat16_t" in source
+
+
+def test_float8_is_refused():
+    func = CUDA_CASES["gemm_fp8_e4m3_mma"]()
+    with pytest.raises(TileLangUnsupportedError, match="tensor 'A' has dtype float8_e4m3, which target hip does not support") as e:
+        _C.lower(func.handle, "hip -arch=gfx942")
+    assert e.value.line is not None
+
+
+def test_clusters_are_refused_at_the_users_line():
+    @T.prim_func
+    def clustered(A: T.Tensor((256,), "float32")):
+        with T.Kernel(4, threads=64, cluster_dims=(2, 1, 1)) as bx:  # the line the error names
+            for i in T.Parallel(64):
+                A[bx * 64 + i] = A[bx * 64 + i] + 1.0
+
+    with pytest.raises(TileLangUnsupportedError) as e:
+        _C.lower(clustered.handle, "hip -arch=gfx942")
+    assert "hip" in str(e.value) and e.value.line is not None
+
+
+# ---------------------------------------------------------------------- running
+
+def test_call_without_an_amd_device_says_why():
+    kernel = tilelang.compile(softmax(256, 512), target="hip -arch=gfx942")
+    assert kernel.get_kernel_source().startswith("// Generated by the TileLang HIP back end")
+    x = np.zeros((256, 512), np.float32)
+    with pytest.raises(TileLangUnsupportedError, match="cannot run a kernel compiled for 'hip -arch=gfx942'") as e:
+        kernel(x, np.empty_like(x))
+    assert hip_device_status() in str(e.value)
+    assert "no AMD GPU" in hip_device_status() or "no HIP runtime" in hip_device_status() or \
+        "does not launch HIP kernels yet" in hip_device_status()
+
+
+# ---------------------------------------------------------------------- hipcc
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hip_source_compiles(case, arch, tmp_path):
+    support, why = toolchain_support(arch)
+    if support is None:
+        pytest.skip(why)
+    _, source = hip_source(CASES[case](), arch)
+    if support == "assembly":
+        asm = hipcc_compile(source, arch, _include_dir(), assembly=True).decode()
+        wave32 = ".amdhsa_wavefront_size32 1" in asm
+        assert wave32 == arch.startswith("gfx1"), arch
+        pytest.skip(f"assembly only: {why}; scratch is not checked (calls into the device library stay unresolved)")
+    code_object = hipcc_compile(source, arch, _include_dir())
+    assert code_object[:4] == b"\x7fELF"
+    notes = kernel_notes(code_object, tmp_path)
+    assert notes, "no kernel metadata in the code object"
+    for name, meta in notes.items():
+        assert meta.get("wavefront_size") == 64, (name, meta)
+        assert meta.get("private_segment_fixed_size") == 0, (case, name, meta)  # no scratch
+        assert meta.get("vgpr_spill_count") == 0 and meta.get("sgpr_spill_count") == 0, (case, name, meta)
+
+
+def test_isa_of_the_pipelined_gemm_and_the_softmax(tmp_path):
+    """gfx90a machine code: the SIMT GEMM multiplies with v_fma / v_fmac (no MFMA yet) from
+    LDS filled by 16-byte loads; the softmax's shuffles are cross-lane operations (DPP or
+    ds_bpermute / ds_swizzle), not LDS round trips of the whole row."""
+    support, why = toolchain_support("gfx90a")
+    if support != "object":
+        pytest.skip(why or "gfx90a code objects cannot be built here")
+    tool = objdump()
+    if tool is None:
+        pytest.skip("llvm-objdump is not installed")
+
+    def isa(func):
+        path = tmp_path / "k.co"
+        path.write_bytes(hipcc_compile(hip_source(func, "gfx90a")[1], "gfx90a", _include_dir()))
+        return subprocess.run([tool, "-d", str(path)], capture_output=True, text=True, check=True).stdout
+
+    gemm = isa(CASES["gemm_bf16_3_stages_64x64"]())
+    assert "v_mfma" not in gemm
+    assert re.search(r"v_(pk_)?fma", gemm)
+    assert "global_load_dwordx4" in gemm and "ds_write_b128" in gemm and "s_barrier" in gemm
+    assert "scratch_" not in gemm and "buffer_store_dword" not in gemm
+    smx = isa(softmax(256, 512))
+    assert re.search(r"ds_bpermute_b32|ds_swizzle_b32|row_shr|row_xmask|quad_perm|dpp", smx)
