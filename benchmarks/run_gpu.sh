@@ -9,6 +9,7 @@
 #                                         SWEEP_ONLY=ours|upstream: that sweep only, none: the suites
 #                                         only; HOPPER_SWITCHES=a,b: the suites again with those
 #                                         switch pass configs forced)
+#   bash benchmarks/run_gpu.sh pytest ARGS... (build, then pytest ARGS on cuda under the crash handler)
 #   bash benchmarks/run_gpu.sh autotune   (build, the 126-configuration GEMM tune twice: fresh, cached;
 #                                         then fresh through a local Ray instance)
 #   bash benchmarks/run_gpu.sh attention  (build, the torch / eager suites on cuda, the attention
@@ -46,6 +47,13 @@ if gcc -shared -fPIC -O1 -o build/gpu/native_backtrace.so benchmarks/crash/nativ
   trap 'bash benchmarks/crash/symbolize.sh "$NATIVE_BACKTRACE_LOG" "$(ls build/gpu/_C*.so | head -1)"' EXIT
 fi
 ONLY=${1:-all}
+if [ "$ONLY" = pytest ]; then
+  shift
+  TILELANG_TEST_TARGETS=cuda timeout ${HOPPER_TEST_TIMEOUT:-600} $PY -m pytest -q -p no:cacheprovider "$@" \
+    > "$LOGS/pytest_args.log" 2>&1; tail -3 "$LOGS/pytest_args.log"
+  grep -E "^(FAILED|ERROR)|Fatal Python error" "$LOGS/pytest_args.log" | head -20
+  exit 0
+fi
 if [ "$ONLY" = attention ]; then
   # FlashAttention forward, ours against cuDNN SDPA and upstream TileLang (same DSL source,
   # same configurations), after the GPU tests of the torch integration and the eager style.
