@@ -1,10 +1,11 @@
-// T.annotate_layout({buffer: layout}): a request about how a buffer is stored, read by
-// layout inference; it runs no code. Only swizzled shared buffers are expressible today
-// (attribute layout = "swizzled"; the front end rejects other layouts).
+// T.annotate_layout({buffer: layout}): a request about how a buffer is stored; it runs no
+// code. layout = "swizzled": a shared tile, read by layout inference. layout = "user": a
+// T.Layout by hand (transform/apply_user_layouts.h), kept until apply_user_layouts.
 #include "ir/error.h"
 #include "layout/swizzle.h"
 #include "op/region.h"
 #include "op/thread_context.h"
+#include "transform/apply_user_layouts.h"
 
 namespace tl {
 namespace {
@@ -14,6 +15,10 @@ const char* const kOpName = "T.annotate_layout";
 void check_annotate_layout(const TileOpNode& op, arith::Analyzer&) {
   require_regions(op, 1, kOpName);
   const Buffer& b = op.regions[0].buffer;
+  if (is_user_layout(op)) {
+    read_user_layout(op);  // its errors
+    return;
+  }
   if (attr_str(op, "layout", "") != "swizzled")
     fail(ErrorKind::Unsupported, op.span, std::string(kOpName) + ": unknown layout for '" + b->name + "'");
   if (!b->is_shared())
@@ -29,10 +34,13 @@ void check_annotate_layout(const TileOpNode& op, arith::Analyzer&) {
          "drop the annotation for this buffer");
 }
 
-Stmt no_code(const TileOpNode& op, LowerContext&) { return std::make_shared<SeqStmtNode>(std::vector<Stmt>{}, op.span); }
-Stmt no_thread_code(const TileOpNode& op, ThreadContext&) {
+// A layout by hand stays in the program for apply_user_layouts.
+Stmt keep_user_layout(const TileOpNode& op) {
+  if (is_user_layout(op)) return std::make_shared<TileOpNode>(op.op, op.regions, op.args, op.attrs, op.span);
   return std::make_shared<SeqStmtNode>(std::vector<Stmt>{}, op.span);
 }
+Stmt no_code(const TileOpNode& op, LowerContext&) { return keep_user_layout(op); }
+Stmt no_thread_code(const TileOpNode& op, ThreadContext&) { return keep_user_layout(op); }
 
 }  // namespace
 

@@ -79,8 +79,7 @@ Stmt multicast_or_load(const TileOpNode& op, ThreadContext& ctx, int64_t mask) {
   int64_t leader = 0;
   while (!((mask >> leader) & 1)) ++leader;
   Expr rank = std::make_shared<CallNode>(DataType::Int(32), "block_rank_in_cluster", std::vector<Expr>{}, sp);
-  Expr bit = floormod(std::make_shared<CallNode>(DataType::Int(32), "shift_right", std::vector<Expr>{make_int(mask), rank}, sp),
-                      make_int(2), sp);
+  Expr bit = floormod(binary(BinaryOp::ShiftRight, make_int(mask), rank, sp), make_int(2), sp);
   Expr outside = binary(BinaryOp::EQ, bit, make_int(0), sp);
   Stmt own = std::make_shared<IfThenElseNode>(outside, make_seq(loads, sp), nullptr, sp);
   return std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, rank, make_int(leader), sp), make_seq(casts, sp), own, sp);
@@ -104,6 +103,7 @@ Stmt lower_copy_tma(const TileOpNode& op, ThreadContext& ctx) {
 std::string why_not_tma_load(const TileOpNode& op, const Target& target) {
   if (target.kind != "cuda" || target.arch_number() != 90 || target.arch.back() != 'a') return "TMA needs sm_90a";
   if (target.disable_tma) return "pass config tl.disable_tma_lower is set";
+  if (std::string why = attr_str(op, "no_tma", ""); !why.empty()) return why;
   if (op.regions.size() != 2) return "not a copy";
   const BufferRegion &src = op.regions[0], &dst = op.regions[1];
   if (!src.buffer->is_global() || !dst.buffer->is_shared()) return "not a global -> shared copy";
@@ -159,6 +159,7 @@ Stmt lower_copy_tma_store(const TileOpNode& op, ThreadContext& ctx) {
 std::string why_not_tma_store(const TileOpNode& op, const Target& target) {
   if (target.kind != "cuda" || target.arch_number() != 90 || target.arch.back() != 'a') return "TMA needs sm_90a";
   if (target.disable_tma) return "pass config tl.disable_tma_lower is set";
+  if (std::string why = attr_str(op, "no_tma", ""); !why.empty()) return why;
   if (op.regions.size() != 2) return "not a copy";
   const BufferRegion &src = op.regions[0], &dst = op.regions[1];
   const Buffer &S = src.buffer, &G = dst.buffer;

@@ -294,7 +294,7 @@ class LayoutInference : public IRVisitor {
              "store a tile of its own by T.tma_copy, or use T.copy");
       }
     }
-    if (strict_ && n->op == "annotate_layout" && n->regions.size() == 1) {
+    if (strict_ && n->op == "annotate_layout" && n->regions.size() == 1 && attr_str(*n, "layout", "") == "swizzled") {
       const Buffer& b = n->regions[0].buffer;
       refuse_swizzle_of_aliased(b, n->span, "T.annotate_layout");
       if (!swizzled_.count(b.get()))

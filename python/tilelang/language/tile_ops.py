@@ -61,7 +61,7 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
     else:
         src_r = _as_region(src, dst_ext, "T.copy", "source")
         dst_r = _as_region(dst, [e for _, e in src_r.ranges], "T.copy", "destination")
-    _emit("copy", [src_r, dst_r])
+    _emit("copy", [src_r, dst_r], (), {"no_tma": "T.copy(..., disable_tma=True)"} if disable_tma else None)
 
 
 def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=None, eviction_policy=None,
@@ -232,9 +232,15 @@ def print(obj, msg="", warp_group_id=0, warp_id=0):  # noqa: A001 - the DSL's na
 
 
 def annotate_layout(layouts):
-    """T.annotate_layout({buffer: layout}): how to store buffers. Supported: a shared
-    buffer with tilelang.layout.make_swizzled_layout(buffer)."""
-    from ..layout import SwizzledLayout
+    """T.annotate_layout({buffer: layout}): how to store buffers.
+
+    - tilelang.layout.make_swizzled_layout(buf): a shared tile stored swizzled in 16-byte chunks.
+    - T.Layout(buf.shape, lambda *idx: position): any buffer but a fragment (a global tensor, a
+      shared tile, a local array) stored with element idx at `position` (one index or a list,
+      flattened row-major over the positions' extents), e.g. FlashAttention backward's dQ laid
+      out so that a warp's atomic adds land in one 128-byte line. Every access to the buffer
+      goes through the map; the storage must hold every position the map reaches."""
+    from ..layout import Fragment, Layout, SwizzledLayout
     from ..errors import TileLangTypeError, TileLangUnsupportedError
     if not isinstance(layouts, dict):
         raise _builder.error(TileLangTypeError, "T.annotate_layout takes a dict {buffer: layout}",
@@ -243,9 +249,60 @@ def annotate_layout(layouts):
         if not isinstance(buf, Buffer):
             raise _builder.error(TileLangTypeError, f"T.annotate_layout: the key {buf!r} is not a buffer",
                                  "use the buffer T.alloc_shared returned as the key")
-        if not isinstance(layout, SwizzledLayout):
+        if isinstance(layout, SwizzledLayout):
+            _emit("annotate_layout", [full_region(buf)], (), {"layout": "swizzled"})
+        elif isinstance(layout, Layout):
+            _annotate_user_layout(buf, layout)
+        elif isinstance(layout, Fragment):
             raise _builder.error(TileLangUnsupportedError,
-                                 f"T.annotate_layout: layout {type(layout).__name__} for '{buf.name}' is not "
-                                 "supported yet; only tilelang.layout.make_swizzled_layout is",
-                                 "drop the annotation: layout inference chooses fragment layouts itself")
-        _emit("annotate_layout", [full_region(buf)], (), {"layout": "swizzled"})
+                                 f"T.annotate_layout: a T.Fragment for '{buf.name}' is not supported yet",
+                                 "drop the annotation: layout inference chooses every fragment's thread mapping")
+        else:
+            raise _builder.error(TileLangTypeError,
+                                 f"T.annotate_layout: the layout for '{buf.name}' is a {type(layout).__name__}, "
+                                 "not a layout",
+                                 "give T.Layout(shape, fn) or tilelang.layout.make_swizzled_layout(buffer)")
+
+
+def _annotate_user_layout(buf, layout):
+    """A T.Layout by hand: the map applied to placeholder indices, emitted as the placeholders
+    followed by the positions (op/annotate_layout.cc checks and records them)."""
+    from ..errors import TileLangShapeError, TileLangTypeError, TileLangUnsupportedError
+    name = buf.name
+    if buf.scope in ("local.fragment", "local.var"):
+        what = "a fragment" if buf.scope == "local.fragment" else "a scalar variable"
+        raise _builder.error(TileLangUnsupportedError,
+                             f"T.annotate_layout: '{name}' is {what}; a T.Layout is for global, shared or "
+                             "local buffers",
+                             "drop the annotation: layout inference chooses every fragment's thread mapping")
+    shape = list(buf.handle.shape)
+    given = layout.shape
+    if len(given) != len(shape) or not all(_C.prove_equal(_C.const(g, "int64") if isinstance(g, int) else g, s)
+                                           for g, s in zip(given, shape)):
+        raise _builder.error(TileLangShapeError,
+                             f"T.annotate_layout: the layout's shape {list(given)} is not the shape of "
+                             f"'{name}' {list(buf.shape)}",
+                             f"build it as T.Layout({name}.shape, fn)")
+    wide = any(is_expr(s) and s.dtype == "int64" for s in shape)
+    index_dtype = "int64" if wide else "int32"
+    placeholders = [_C.var(f"{name}_i{k}", index_dtype) for k in range(len(shape))]
+    try:
+        positions = layout.forward_index_exprs(placeholders)
+    except Exception as e:  # the user's function, run on kernel expressions
+        raise _builder.error(TileLangTypeError,
+                             f"T.annotate_layout: the layout function of '{name}' failed on index expressions: "
+                             f"{type(e).__name__}: {e}",
+                             "write it with +, -, *, // and % on its arguments (they are kernel expressions, "
+                             "not Python ints)") from e
+    exprs = []
+    for k, p in enumerate(positions):
+        if isinstance(p, bool) or not (isinstance(p, int) or (is_expr(p) and "int" in p.dtype)):
+            raise _builder.error(TileLangTypeError,
+                                 f"T.annotate_layout: position {k} of the layout of '{name}' is {p!r}, not an "
+                                 "integer expression",
+                                 "the function returns integer indices: an int or a list of them")
+        exprs.append(_C.const(p, index_dtype) if isinstance(p, int) else p)
+    if not exprs:
+        raise _builder.error(TileLangShapeError, f"T.annotate_layout: the layout of '{name}' gives no position",
+                             "return at least one index")
+    _emit("annotate_layout", [full_region(buf)], placeholders + exprs, {"layout": "user", "rank": len(shape)})

@@ -44,25 +44,67 @@ class Layout:
 
     shape: the tile's extents; `forward_fn(*indices)` gives the position (an int or a list of ints).
     element_bits, when given, is the width of an element in bits: pictures then show the
-    shared-memory bank of each element."""
+    shared-memory bank of each element.
+
+    In T.annotate_layout({buf: layout}) the function is applied to the kernel's index
+    expressions (so it may use //, %, * and + on them, and the shape may be symbolic: a
+    global tensor's); the table below is built only when asked for (map_forward_index,
+    offsets, pictures), from a constant shape."""
 
     def __init__(self, shape, forward_fn, element_bits=None, name=None):
         if not callable(forward_fn):
             raise TypeError(f"Layout: forward_fn must be callable, got {type(forward_fn).__name__}")
-        self._input_shape = _shape(shape)
-        table = None
-        for index in itertools.product(*[range(d) for d in self._input_shape]):
-            out = [_int(v, f"forward_fn{index}") for v in _as_list(forward_fn(*index))]
-            if table is None:
-                table = np.empty(self._input_shape + [len(out)], dtype=np.int64)
-            table[index] = out
-        self._init(table, element_bits, name)
-
-    def _init(self, table, element_bits, name):
-        self._table = table
+        if isinstance(shape, (int, np.integer)) or not hasattr(shape, "__iter__"):
+            shape = [shape]
+        self._shape_given = list(shape)
+        if not self._shape_given:
+            raise ValueError("a layout's shape must have at least one extent")
+        self.forward_fn = forward_fn
         self.element_bits = element_bits
         self.name = name
+        self._table = None
+        if all(isinstance(d, (int, np.integer)) for d in self._shape_given):
+            # A constant tile is checked now (a tensor-sized one when its table is asked for).
+            if int(np.prod(_shape(self._shape_given))) <= (1 << 16):
+                self._tabulate(eager=True)
+
+    def _tabulate(self, eager=False):
+        """Builds the table. Eagerly (at construction), a function that fails on Python ints
+        is left for later: T.annotate_layout calls it on kernel expressions, and says so then."""
+        if self._table is not None:
+            return
+        dims = _shape(self._shape_given)
+        count = int(np.prod(dims))
+        if count > (1 << 22):
+            raise ValueError(f"the layout of shape {dims} has {count} elements, too many to tabulate "
+                             "(at most 4194304); it can still be given to T.annotate_layout")
+        table = None
+        for index in itertools.product(*[range(d) for d in dims]):
+            try:
+                found = self.forward_fn(*index)
+            except Exception:
+                if eager:
+                    return
+                raise
+            out = [_int(v, f"forward_fn{index}") for v in _as_list(found)]
+            if table is None:
+                table = np.empty(dims + [len(out)], dtype=np.int64)
+            table[index] = out
+        self._set_table(table)
+
+    def _set_table(self, table):
+        self._table = table
+        self._input_shape = list(table.shape[:-1])
         self._output_shape = [int(table[..., k].max()) + 1 for k in range(table.shape[-1])]
+
+    @property
+    def shape(self):
+        """The logical extents as given (ints, or kernel expressions for a symbolic tensor)."""
+        return list(self._shape_given)
+
+    def forward_index_exprs(self, indices):
+        """The position of `indices` (kernel expressions or ints) as a list: forward_fn's result."""
+        return _as_list(self.forward_fn(*indices))
 
     @classmethod
     def from_table(cls, positions, element_bits=None, name=None) -> "Layout":
@@ -72,22 +114,29 @@ class Layout:
         if table.ndim == 0:
             raise ValueError("a layout's table needs at least one dimension")
         self = cls.__new__(cls)
-        self._input_shape = list(table.shape)
-        self._init(table[..., None], element_bits, name)
+        self._shape_given = list(table.shape)
+        self.element_bits, self.name = element_bits, name
+        flat_table = table[..., None]
+        self.forward_fn = lambda *index: [int(v) for v in flat_table[tuple(index)]]
+        self._set_table(flat_table)
         return self
 
     def get_input_shape(self):
+        self._tabulate()
         return list(self._input_shape)
 
     def get_output_shape(self):
+        self._tabulate()
         return list(self._output_shape)
 
     def map_forward_index(self, indices):
         """The position of the element at indices (a list of ints)."""
+        self._tabulate()
         return [int(v) for v in self._table[self._check(indices)]]
 
     def offsets(self) -> np.ndarray:
         """The flat (row-major over the output shape) position of every element."""
+        self._tabulate()
         flat = np.zeros(self._input_shape, dtype=np.int64)
         for k, extent in enumerate(self._output_shape):
             flat = flat * extent + self._table[..., k]
@@ -101,6 +150,8 @@ class Layout:
 
     def __repr__(self):
         label = f"{self.name}: " if self.name else ""
+        if self._table is None:
+            return f"Layout({label}{self._shape_given})"
         return f"Layout({label}{self._input_shape} -> {self._output_shape})"
 
 

@@ -8,6 +8,7 @@
 #include "transform/check_register_bounds.h"
 #include "transform/check_cluster.h"
 #include "transform/check_tile_ops.h"
+#include "transform/apply_user_layouts.h"
 #include "transform/legalize_safe_memory_access.h"
 #include "transform/lower_tile_ops.h"
 #include "transform/pass.h"
@@ -21,6 +22,9 @@ PrimFunc lower_for_cpu(const PrimFunc& f, const Target& target) {
   std::vector<Pass> passes = {
       // User errors first, while the program still looks like what the user wrote.
       {"check_tile_ops", check_tile_ops},
+      // A buffer with a T.Layout by hand is addressed by the threads through it: its copies
+      // stay off TMA; views of it and (on GPUs) T.gemm operands in it are refused.
+      {"check_user_layouts", [&](const PrimFunc& g) { return check_user_layouts(g, target); }},
       // Clusters fit the target and the grid; multicasts and remote arrivals have a cluster.
       {"check_cluster", [&](const PrimFunc& g) { return check_cluster(g, target); }},
       {"check_buffer_bounds", check_buffer_bounds},
@@ -32,6 +36,8 @@ PrimFunc lower_for_cpu(const PrimFunc& f, const Target& target) {
       {"version_uniform_conditions", version_uniform_conditions},
       // Tile operators become loops over their regions, with bounds guards for tails.
       {"lower_tile_ops", [&](const PrimFunc& g) { return lower_tile_ops(g, target); }},
+      // Accesses to a buffer with a T.Layout by hand go to the positions it gives.
+      {"apply_user_layouts", apply_user_layouts},
       // Fold index arithmetic and drop the guards that block/loop ranges prove true.
       {"simplify", simplify},
       // No per-thread (local) array is read or written past its end.

@@ -10,6 +10,7 @@
 #include "transform/check_thread_budget.h"
 #include "transform/check_cluster.h"
 #include "transform/check_tile_ops.h"
+#include "transform/apply_user_layouts.h"
 #include "transform/insert_barriers.h"
 #include "transform/legalize_safe_memory_access.h"
 #include "transform/lower_to_threads.h"
@@ -22,6 +23,9 @@ namespace tl {
 PrimFunc lower_for_webgpu(const PrimFunc& f, const Target& target) {
   std::vector<Pass> passes = {
       {"check_tile_ops", check_tile_ops},
+      // A buffer with a T.Layout by hand is addressed by the threads through it: its copies
+      // stay off TMA; views of it and (on GPUs) T.gemm operands in it are refused.
+      {"check_user_layouts", [&](const PrimFunc& g) { return check_user_layouts(g, target); }},
       // Clusters fit the target and the grid; multicasts and remote arrivals have a cluster.
       {"check_cluster", [&](const PrimFunc& g) { return check_cluster(g, target); }},
       {"check_buffer_bounds", check_buffer_bounds},
@@ -33,6 +37,8 @@ PrimFunc lower_for_webgpu(const PrimFunc& f, const Target& target) {
       {"version_uniform_conditions", version_uniform_conditions},
       // Layouts, then each thread's share of every tile operator and T.Parallel loop.
       {"lower_to_threads", [&](const PrimFunc& g) { return lower_to_threads(g, target); }},
+      // Accesses to a buffer with a T.Layout by hand go to the positions it gives.
+      {"apply_user_layouts", apply_user_layouts},
       {"simplify", simplify},
       {"check_register_bounds", check_register_bounds},
       // What each thread holds fits the target (else an error, not a compiler that never ends).
