@@ -21,8 +21,9 @@ import tilelang
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "attention"))
 from flash_attn_bwd import FlashAttention  # noqa: E402
 
-# (block_M, block_N, num_stages, threads) of the backward kernel.
-CONFIGS = [(64, 64, 1, 128), (64, 64, 2, 128), (64, 128, 2, 256), (128, 64, 2, 256)]
+# (block_M, block_N, num_stages, threads, dQ laid out for coalesced atomics) of the backward.
+CONFIGS = [(64, 64, 1, 128, True), (64, 64, 2, 128, True), (64, 128, 2, 256, True), (128, 64, 2, 256, True),
+           (64, 64, 2, 128, False), (64, 128, 2, 256, False)]
 # (batch, heads, seq, dim, causal)
 SHAPES = [(4, 16, 4096, 64, False), (4, 16, 4096, 64, True), (4, 16, 4096, 128, False),
           (4, 16, 4096, 128, True)]
@@ -63,10 +64,10 @@ def main():
         kind = f"fa bwd d{d}{' causal' if causal else ''}"
         shape = f"b{b} h{h} s{s}"
         for cfg in CONFIGS:
-            bm, bn, stages, threads = cfg
+            bm, bn, stages, threads, laid_out = cfg
             try:
                 t0 = time.perf_counter()
-                fa = FlashAttention(b, h, s, d, causal, bm, bn, stages, threads, target="cuda")
+                fa = FlashAttention(b, h, s, d, causal, bm, bn, stages, threads, target="cuda", dq_laid_out=laid_out)
                 compile_s = time.perf_counter() - t0
                 o, lse = fa.fwd(q, k, v)
                 grads = fa.bwd(q, k, v, o, lse, do)

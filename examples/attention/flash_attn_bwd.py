@@ -16,6 +16,13 @@ Four kernels:
    entirely above the diagonal are skipped;
 4. postprocess: dQ converted from float32 to float16 (the result returned).
 
+The float32 dQ accumulator is stored in its own order (T.annotate_layout with a T.Layout,
+when the sequence and head dimension are multiples of 8): element (b, l, h, d) at
+[b, l // 8, h, d // 8, d % 2, 4 * (l % 8) + (d % 8) // 2], so that the 32 lanes of a warp,
+which hold the tensor cores' accumulator rows l % 8 and column pairs (d % 8) // 2, add
+into 32 consecutive floats (one 128-byte line) with each atomic instruction. The
+backward and the postprocess read it through the same layout.
+
 Tiles that run past the end of the sequence read zeros (T.copy's bounds rule) and their
 rows are not written back. In the backward, P^T is 0 for query rows past the end (and, when
 causal, above the diagonal); key rows past the end have K = V = 0, so they add nothing to
@@ -117,8 +124,17 @@ def attention_bwd_preprocess(batch, heads, seq_len, dim, block_M=64, threads=128
     return preprocess
 
 
+def dq_layout(dQ):
+    """dQ's accumulator order (see the module's docstring)."""
+    return T.Layout(dQ.shape, lambda b, l, h, d: [b, l // 8, h, d // 8, d % 2, 4 * (l % 8) + (d % 8) // 2])
+
+
+def use_dq_layout(seq_len, dim):
+    return seq_len % 8 == 0 and dim % 8 == 0
+
+
 def attention_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1,
-                  threads=128, dtype="float16"):
+                  threads=128, dtype="float16", dq_laid_out=True):
     sm_scale = (1.0 / dim) ** 0.5
     scale = sm_scale * LOG2E
     shape, acc = (batch, seq_len, heads, dim), "float32"
@@ -129,6 +145,8 @@ def attention_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
             Delta: T.Tensor((batch, heads, seq_len), acc), dQ: T.Tensor(shape, acc),
             dK: T.Tensor(shape, dtype), dV: T.Tensor(shape, dtype)):
         with T.Kernel(T.ceildiv(seq_len, block_N), heads, batch, threads=threads) as (bx, by, bz):
+            if dq_laid_out:
+                T.annotate_layout({dQ: dq_layout(dQ)})
             K_s = T.alloc_shared((block_N, dim), dtype)
             V_s = T.alloc_shared((block_N, dim), dtype)
             Q_s = T.alloc_shared((block_M, dim), dtype)
@@ -170,12 +188,15 @@ def attention_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
     return bwd
 
 
-def attention_bwd_postprocess(batch, heads, seq_len, dim, block_M=64, threads=128, dtype="float16"):
+def attention_bwd_postprocess(batch, heads, seq_len, dim, block_M=64, threads=128, dtype="float16",
+                              dq_laid_out=True):
     shape = (batch, seq_len, heads, dim)
 
     @T.prim_func
     def postprocess(dQ_acc: T.Tensor(shape, "float32"), dQ: T.Tensor(shape, dtype)):
         with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
+            if dq_laid_out:
+                T.annotate_layout({dQ_acc: dq_layout(dQ_acc)})
             T.copy(dQ_acc[bz, bx * block_M:(bx + 1) * block_M, by, :], dQ[bz, bx * block_M:(bx + 1) * block_M, by, :])
 
     return postprocess
@@ -187,15 +208,18 @@ class FlashAttention:
     Arrays are numpy arrays or torch tensors (on the target's device)."""
 
     def __init__(self, batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1,
-                 threads=128, target="auto"):
+                 threads=128, target="auto", dq_laid_out=None):
         args = (batch, heads, seq_len, dim)
+        if dq_laid_out is None:
+            dq_laid_out = use_dq_layout(seq_len, dim)
         self.fwd = tilelang.compile(attention_fwd(*args, is_causal, block_M, block_N, threads),
                                     out_idx=[3, 4], target=target)
         self.pre = tilelang.compile(attention_bwd_preprocess(*args, block_M, threads),
                                     out_idx=[2], target=target)
-        self.main = tilelang.compile(attention_bwd(*args, is_causal, block_M, block_N, num_stages, threads),
+        self.main = tilelang.compile(attention_bwd(*args, is_causal, block_M, block_N, num_stages, threads,
+                                                   dq_laid_out=dq_laid_out),
                                      out_idx=[7, 8], target=target)
-        self.post = tilelang.compile(attention_bwd_postprocess(*args, block_M, threads),
+        self.post = tilelang.compile(attention_bwd_postprocess(*args, block_M, threads, dq_laid_out=dq_laid_out),
                                      out_idx=[1], target=target)
 
     def bwd(self, q, k, v, o, lse, do):
