@@ -108,6 +108,56 @@ Bound bound_floormod(Bound a, Bound b) {
           b.max == kPosInf ? kPosInf : std::max<int64_t>(0, b.max - 1)};
 }
 
+// The smallest k such that every value of b lies in [-2^k, 2^k - 1]; 64 when there is none
+// below 63 (unbounded ends).
+int width_of(Bound b) {
+  if (is_inf(b.min) || is_inf(b.max)) return 64;
+  int k = 0;
+  while (k < 63 && !(b.min >= -(int64_t(1) << k) && b.max <= (int64_t(1) << k) - 1)) ++k;
+  return k;
+}
+
+// a & b, a | b, a ^ b of two's complement values. Within [-2^k, 2^k) the bits above k are all
+// copies of the sign bit, so every result stays there too; the signs of the operands say more.
+Bound bound_bitwise(BinaryOp op, Bound a, Bound b) {
+  int k = std::max(width_of(a), width_of(b));
+  Bound span = k >= 63 ? kEverything : Bound{-(int64_t(1) << k), (int64_t(1) << k) - 1};
+  bool a_nonneg = a.min >= 0, b_nonneg = b.min >= 0;
+  bool a_neg = a.max < 0, b_neg = b.max < 0;
+  switch (op) {
+    case BinaryOp::BitAnd:
+      // Clearing bits of a non-negative value keeps it in [0, value].
+      if (a_nonneg && b_nonneg) return {0, std::min(a.max, b.max)};
+      if (a_nonneg) return {0, a.max};
+      if (b_nonneg) return {0, b.max};
+      // Both negative: the sign stays, and clearing bits only lowers the value.
+      if (a_neg && b_neg) return {span.min, std::min(a.max, b.max)};
+      return span;
+    case BinaryOp::BitOr:
+      // Setting bits of a value raises it, up to (for non-negative values) their sum.
+      if (a_nonneg && b_nonneg) {
+        int64_t sum = add_upper(a.max, b.max);
+        return {std::max(a.min, b.min), std::min(span.max, sum)};
+      }
+      if (a_neg && b_neg) return {std::max(a.min, b.min), -1};
+      if (a_neg) return {a.min, -1};
+      if (b_neg) return {b.min, -1};
+      return span;
+    default:  // BitXor
+      if ((a_nonneg && b_nonneg) || (a_neg && b_neg)) return {0, span.max};
+      if ((a_nonneg && b_neg) || (a_neg && b_nonneg)) return {span.min, -1};
+      return span;
+  }
+}
+
+// 2^lo .. 2^hi for a shift amount in [lo, hi] below `bits`; nothing for an amount that may be
+// out of range (the shift is then undefined).
+bool shift_factor(Bound amount, int bits, Bound* factor) {
+  if (amount.min < 0 || amount.max >= bits || amount.max >= 63) return false;
+  *factor = {int64_t(1) << amount.min, int64_t(1) << amount.max};
+  return true;
+}
+
 bool surely_true(Bound b) { return b.min > 0 || b.max < 0; }
 bool surely_false(Bound b) { return b.min == 0 && b.max == 0; }
 
@@ -269,6 +319,25 @@ ConstIntBound ConstIntBoundAnalyzer::visit_binary(const Expr& e, const BinaryNod
     case BinaryOp::FloorMod: return bound_floormod(a, b);
     case BinaryOp::Min: return {std::min(a.min, b.min), std::min(a.max, b.max)};
     case BinaryOp::Max: return {std::max(a.min, b.min), std::max(a.max, b.max)};
+    case BinaryOp::BitXor: {
+      // ~x, stored as x ^ all-ones: -1 - x for signed types, max - x for unsigned ones.
+      const int64_t* c = const_int(n->b);
+      Bound range = dtype_range(n->dtype);
+      if (c && n->dtype.is_int() && *c == -1) return bound_sub({-1, -1}, a);
+      if (c && n->dtype.is_uint() && n->dtype.bits < 64 && *c == range.max) return bound_sub({range.max, range.max}, a);
+      return bound_bitwise(n->op, a, b);
+    }
+    case BinaryOp::BitAnd:
+    case BinaryOp::BitOr: return bound_bitwise(n->op, a, b);
+    case BinaryOp::ShiftLeft:
+    case BinaryOp::ShiftRight: {
+      // x << s is x * 2^s and x >> s is floordiv(x, 2^s) (arithmetic for signed x), as long as
+      // the product stays inside the type (then nothing wrapped).
+      Bound factor;
+      if (!shift_factor(b, n->dtype.bits, &factor)) return dtype_range(n->dtype);
+      Bound r = n->op == BinaryOp::ShiftLeft ? bound_mul(a, factor) : bound_div(a, factor, true);
+      return within(r, dtype_range(n->dtype)) ? r : dtype_range(n->dtype);
+    }
     default: return dtype_range(n->dtype);
   }
 }

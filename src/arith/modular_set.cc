@@ -1,6 +1,10 @@
 #include "arith/modular_set.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "arith/int_math.h"
+#include "ir/op.h"
 
 namespace tl::arith {
 
@@ -110,6 +114,32 @@ ModularSet ModularSetAnalyzer::visit_binary(const BinaryNode* n) const {
     case BinaryOp::Min:
     case BinaryOp::Max: return modular_union((*this)(n->a), (*this)(n->b));
     default: break;
+  }
+  if (is_bitwise(n->op)) {
+    // With a constant c: x >> c is floordiv(x, 2^c), and x & (2^k - 1) is floormod(x, 2^k)
+    // (two's complement). x << c is x * 2^c modulo 2^bits: bit tricks let it wrap, so only
+    // the congruence modulo a power of two (which wrapping keeps) is used. Nothing is known
+    // of the other bit operations.
+    const int64_t* c = const_int(n->b);
+    if (!c) return kUnknown;
+    ModularSet a = (*this)(n->a);
+    if (is_shift(n->op)) {
+      if (*c < 0 || *c >= n->dtype.bits || *c >= 62) return kUnknown;
+      int64_t p = int64_t(1) << *c;
+      if (n->op == BinaryOp::ShiftRight) return combine_floordiv(a, p);
+      if (a.coeff == 0) {
+        std::optional<int64_t> v = fold_bitwise(BinaryOp::ShiftLeft, n->dtype, a.base, *c);
+        return v ? exact(*v) : kUnknown;
+      }
+      ModularSet m = combine_mul(a, exact(p));
+      if (m.coeff == 0) return kUnknown;
+      int64_t two_power = m.coeff & -m.coeff;  // the largest power of two dividing the modulus
+      if (n->dtype.bits < 63) two_power = std::min(two_power, int64_t(1) << n->dtype.bits);
+      return normalise(two_power, m.base);
+    }
+    if (n->op == BinaryOp::BitAnd && *c >= 0 && *c < kPosInf && ((*c + 1) & *c) == 0)
+      return combine_floormod(a, *c + 1);
+    return kUnknown;
   }
   const int64_t* divisor = const_int(n->b);
   if (!divisor || *divisor == 0) return kUnknown;

@@ -5,6 +5,7 @@
 
 #include "arith/expr_equal.h"
 #include "arith/int_math.h"
+#include "ir/op.h"
 
 namespace tl::arith {
 
@@ -58,6 +59,11 @@ std::optional<int64_t> fold_int(BinaryOp op, DataType t, int64_t x, int64_t y) {
     case BinaryOp::GE: return !less(x, y);
     case BinaryOp::And: return x && y;
     case BinaryOp::Or: return x || y;
+    case BinaryOp::BitAnd:
+    case BinaryOp::BitOr:
+    case BinaryOp::BitXor:
+    case BinaryOp::ShiftLeft:
+    case BinaryOp::ShiftRight: return fold_bitwise(op, t, x, y);  // nothing for an out-of-range shift
   }
   return std::nullopt;
 }
@@ -260,9 +266,57 @@ Expr RewriteSimplifier::visit_binary(const Expr& e, const BinaryNode* n) const {
     case BinaryOp::Min:
     case BinaryOp::Max:
       return min_max(e, n, a, b);
+    case BinaryOp::BitAnd:
+    case BinaryOp::BitOr:
+    case BinaryOp::BitXor:
+    case BinaryOp::ShiftLeft:
+    case BinaryOp::ShiftRight:
+      return bitwise(e, n, a, b);
     default:
       return rebuild(e, n, a, b);
   }
+}
+
+// Identities of the bit operations, exact in every integer type (they never look inside the
+// bits of a non-constant operand, only at its bounds).
+Expr RewriteSimplifier::bitwise(const Expr& e, const BinaryNode* n, Expr a, Expr b) const {
+  DataType t = n->dtype;
+  BinaryOp op = n->op;
+  int64_t ones = all_ones_value(t);
+  const int64_t* ca = const_int(a);
+  const int64_t* cb = const_int(b);
+  if (ca && !cb && !is_shift(op)) {  // the constant on the right: & | ^ commute
+    std::swap(a, b);
+    std::swap(ca, cb);
+  }
+  if (is_shift(op)) {
+    if (cb && *cb == 0) return a;
+    if (ca && *ca == 0 && cb && *cb > 0 && *cb < t.bits) return a;  // 0 << c, 0 >> c
+    return rebuild(e, n, a, b);
+  }
+  if (cb) {
+    if (*cb == 0) return op == BinaryOp::BitAnd ? make_const(t, 0) : a;          // x & 0, x | 0, x ^ 0
+    if (*cb == ones && op != BinaryOp::BitXor) return op == BinaryOp::BitAnd ? a : b;  // x & ~0, x | ~0
+    // (x ^ c1) ^ c2 = x ^ (c1 ^ c2), and alike for & and |; ~~x = x.
+    if (auto* inner = as<BinaryNode>(a); inner && inner->op == op && inner->dtype == t) {
+      if (const int64_t* c1 = const_int(inner->b)) {
+        int64_t c = *fold_bitwise(op, t, *c1, *cb);
+        Expr combined = make_const(t, c);
+        return bitwise(e, n, inner->a, combined);
+      }
+    }
+    // x & (2^k - 1) is floormod(x, 2^k): x itself when 0 <= x < 2^k, a constant when x's
+    // modular set fixes it.
+    if (op == BinaryOp::BitAnd && *cb > 0 && *cb < kPosInf && ((*cb + 1) & *cb) == 0) {
+      ConstIntBound ba = bound_(a);
+      if (ba.min >= 0 && ba.max <= *cb) return a;
+      ModularSet m = modular_(a);
+      if (m.coeff % (*cb + 1) == 0) return make_const(t, floormod_int(m.base, *cb + 1));
+    }
+  }
+  if (expr_equal(a, b)) return op == BinaryOp::BitXor ? make_const(t, 0) : a;  // x & x, x | x, x ^ x
+  if (a == n->a && b == n->b) return e;
+  return make_binary(op, t, std::move(a), std::move(b));
 }
 
 Expr RewriteSimplifier::canonical(LinearForm f) const {

@@ -1,6 +1,6 @@
 // The rewriting simplifier behind Analyzer::simplify: one bottom-up pass that puts integer
-// arithmetic into linear canonical form and applies division, min/max, comparison and logic
-// rules justified by the bound and modular analyses.
+// arithmetic into linear canonical form and applies division, min/max, comparison, logic and
+// bit-operation rules justified by the bound and modular analyses.
 //
 // Assumption: signed integer types of 32 bits or more (index types) do not overflow, neither in
 // the input nor in the result. Other integer types wrap; for them only rewrites that are exact in
@@ -31,6 +31,7 @@ class RewriteSimplifier {
   Expr floormod_const(const Expr& a, int64_t c) const;
   Expr trunc_div_mod(const Expr& e, const BinaryNode* n, Expr a, Expr b) const;
   Expr min_max(const Expr& e, const BinaryNode* n, Expr a, Expr b) const;
+  Expr bitwise(const Expr& e, const BinaryNode* n, Expr a, Expr b) const;
   Expr comparison(const Expr& e, const BinaryNode* n, Expr a, Expr b) const;
   Expr canonical_comparison(BinaryOp op, const LinearForm& diff) const;
   Expr logical(const Expr& e, const BinaryNode* n, Expr a, Expr b) const;

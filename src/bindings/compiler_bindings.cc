@@ -13,6 +13,7 @@
 #include "codegen/wgsl/codegen_wgsl.h"
 #include "ir/error.h"
 #include "ir/functor.h"
+#include "ir/op.h"
 #include "runtime/host_compiler.h"
 #include "runtime/host_module.h"
 #include "target/target.h"
@@ -62,6 +63,13 @@ int64_t eval_int(const Expr& e, const std::unordered_map<std::string, int64_t>& 
       case BinaryOp::GE: return x >= y;
       case BinaryOp::And: return x && y;
       case BinaryOp::Or: return x || y;
+      case BinaryOp::BitAnd:
+      case BinaryOp::BitOr:
+      case BinaryOp::BitXor:
+      case BinaryOp::ShiftLeft:
+      case BinaryOp::ShiftRight:
+        if (auto r = fold_bitwise(b->op, b->a->dtype, x, y)) return *r;
+        fail(ErrorKind::Shape, e->span, "a shift amount out of range in a shape expression");
     }
   }
   fail(ErrorKind::Shape, e->span, "a shape expression that cannot be evaluated at call time");

@@ -121,6 +121,8 @@ BinaryOp parse_op(const std::string& s) {
       {"floormod", BinaryOp::FloorMod}, {"min", BinaryOp::Min}, {"max", BinaryOp::Max},
       {"eq", BinaryOp::EQ}, {"ne", BinaryOp::NE}, {"lt", BinaryOp::LT}, {"le", BinaryOp::LE},
       {"gt", BinaryOp::GT}, {"ge", BinaryOp::GE}, {"and", BinaryOp::And}, {"or", BinaryOp::Or},
+      {"bitwise_and", BinaryOp::BitAnd}, {"bitwise_or", BinaryOp::BitOr}, {"bitwise_xor", BinaryOp::BitXor},
+      {"shift_left", BinaryOp::ShiftLeft}, {"shift_right", BinaryOp::ShiftRight},
   };
   for (auto& [name, op] : ops)
     if (s == name) return op;
@@ -179,7 +181,8 @@ void bind_ir(nb::module_& m) {
       .def("__neg__", [](const PyExpr& x) { return wrap(neg(x.e, current_span())); })
       .def("__pos__", [](const PyExpr& x) { return wrap(x.e); })
       .def("__abs__", [](const PyExpr& x) { return wrap(call("abs", {x.e}, current_span())); })
-      .def("__invert__", [](const PyExpr& x) { return wrap(logical_not(x.e, current_span())); })
+      // ~ & | ^ << >>: C's bit operations on integers; on bools ~ & | ^ are logical (op.h).
+      .def("__invert__", [](const PyExpr& x) { return wrap(bitwise_not(x.e, current_span())); })
       .def("__pow__", [](nb::handle a, nb::handle b) {
         return wrap(call("pow", {to_expr(a), to_expr(b)}, current_span()));
       })
@@ -198,8 +201,11 @@ void bind_ir(nb::module_& m) {
   def_op<BinaryOp::GE>(expr, "__ge__", nullptr);
   def_op<BinaryOp::EQ>(expr, "__eq__", nullptr);
   def_op<BinaryOp::NE>(expr, "__ne__", nullptr);
-  def_op<BinaryOp::And>(expr, "__and__", "__rand__");
-  def_op<BinaryOp::Or>(expr, "__or__", "__ror__");
+  def_op<BinaryOp::BitAnd>(expr, "__and__", "__rand__");
+  def_op<BinaryOp::BitOr>(expr, "__or__", "__ror__");
+  def_op<BinaryOp::BitXor>(expr, "__xor__", "__rxor__");
+  def_op<BinaryOp::ShiftLeft>(expr, "__lshift__", "__rlshift__");
+  def_op<BinaryOp::ShiftRight>(expr, "__rshift__", "__rrshift__");
 
   m.def("const", [](nb::handle v, const std::string& dtype) {
     return wrap(cast(to_dtype(dtype), to_expr(v), current_span()));
@@ -210,6 +216,7 @@ void bind_ir(nb::module_& m) {
   });
   m.def("binary", [](const std::string& op, nb::handle a, nb::handle b) { return bin(parse_op(op), a, b); });
   m.def("logical_not", [](nb::handle a) { return wrap(logical_not(to_expr(a), current_span())); });
+  m.def("bitwise_not", [](nb::handle a) { return wrap(bitwise_not(to_expr(a), current_span())); });
   m.def("select", [](nb::handle c, nb::handle t, nb::handle f) {
     return wrap(select(to_expr(c), to_expr(t), to_expr(f), current_span()));
   });

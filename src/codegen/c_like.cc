@@ -8,6 +8,7 @@
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/intrinsics.h"
+#include "ir/op.h"
 
 namespace tl::c_like {
 
@@ -302,7 +303,13 @@ bool Emitter::nonneg(const Expr& e) {
       case BinaryOp::FloorMod:
         return nonneg(b->b);
       case BinaryOp::Max:
+      case BinaryOp::BitAnd:
         return nonneg(b->a) || nonneg(b->b);
+      case BinaryOp::BitOr:
+      case BinaryOp::BitXor:
+        return nonneg(b->a) && nonneg(b->b);
+      case BinaryOp::ShiftRight:  // (x << s may wrap into the sign bit: bit tricks do that)
+        return nonneg(b->a);
       default:
         return false;
     }
@@ -357,6 +364,7 @@ Code Emitter::emit_binary(const BinaryNode* n) {
     }
     return {wrap(a, prec) + " " + op + " " + wrap(b, prec - 1), prec};
   }
+  if (is_bitwise(n->op)) return emit_bitwise(n);
   DataType ct = compute_type(rt);
   if (ct.is_bool()) ct = DataType::Int(32);
   Code a = convert(n->a, ct), b = convert(n->b, ct);
@@ -404,6 +412,52 @@ Code Emitter::emit_binary(const BinaryNode* n) {
   return finish(r, rt, sp);
 }
 
+Code Emitter::emit_bitwise(const BinaryNode* n) {
+  DataType t = n->dtype;
+  Span sp = n->span;
+  if (!t.is_integer())
+    fail(ErrorKind::Internal, sp, internal_ + std::string(binary_op_name(n->op)) + " of " + t.str() + " values");
+  // Operands narrower than int are promoted by C, and finish() truncates the result: & | ^
+  // commute with the extension, and the low bits of ~ and of the shifts are the type's own.
+  Code a = convert(n->a, t), b = convert(n->b, t);
+  // Operands that are themselves binary operations get parentheses, which C does not need
+  // but compilers ask for (-Wparentheses) and readers prefer.
+  auto infix = [&](const char* op, int prec) { return Code{wrap(a, kUnary) + " " + op + " " + wrap(b, kUnary), prec}; };
+  Code r;
+  switch (n->op) {
+    case BinaryOp::BitAnd:
+      r = infix("&", kBitAnd);
+      break;
+    case BinaryOp::BitOr:
+      r = infix("|", kBitOr);
+      break;
+    case BinaryOp::BitXor: {
+      auto* ones = as<IntImmNode>(n->b);
+      if (ones && ones->value == all_ones_value(t))
+        r = {"~" + wrap(a, kUnary), kUnary};  // ~x is stored as x ^ all-ones
+      else
+        r = infix("^", kBitXor);
+      break;
+    }
+    case BinaryOp::ShiftLeft: {
+      // C++17 leaves a signed << undefined when the value is negative or its bits leave the
+      // unsigned range: shift the unsigned bits (a constant 0 or 1 never does either).
+      auto* one = as<IntImmNode>(n->a);
+      if (t.is_int() && !(one && (one->value == 0 || one->value == 1))) {
+        std::string ut = ctype(DataType::UInt(t.bits), sp);
+        r = {"(" + ctype(t, sp) + ")((" + ut + ")" + wrap(a, kUnary) + " << " + wrap(b, kUnary) + ")", kUnary};
+      } else {
+        r = infix("<<", kShift);
+      }
+      break;
+    }
+    default:  // ShiftRight: arithmetic for signed operands on every compiler we target
+      r = infix(">>", kShift);
+      break;
+  }
+  return finish(r, t, sp);
+}
+
 Code Emitter::emit_intrinsic(const CallNode* n) {
   const std::string& op = n->op;
   Span sp = n->span;
@@ -420,10 +474,6 @@ Code Emitter::emit_intrinsic(const CallNode* n) {
     for (size_t i = 0; i < n->args.size(); ++i) text += (i ? ", " : "") + convert(n->args[i], ct).text;
     text += ")";
     return convert_code({text}, ct, n->dtype.is_float() ? n->dtype : ct, sp);
-  }
-  if ((op == "bitwise_xor" || op == "shift_left" || op == "shift_right") && n->args.size() == 2) {
-    const char* sym = op == "bitwise_xor" ? " ^ " : op == "shift_left" ? " << " : " >> ";
-    return {"(" + convert(n->args[0], n->dtype).text + sym + convert(n->args[1], n->dtype).text + ")"};
   }
   const Expr& x = n->args[0];
   DataType xt = x->dtype;

@@ -165,6 +165,8 @@ class Emitter {
   Code convert(const Expr& e, DataType t);
   Code emit(const Expr& e);
   Code emit_binary(const BinaryNode* n);
+  // &, |, ^ (~), << and >> of integers.
+  Code emit_bitwise(const BinaryNode* n);
   // The math intrinsics, abs, isnan and isinf (calls spelled alike on every target).
   Code emit_intrinsic(const CallNode* n);
   // An int64 rendering of an integer expression: every variable is widened before any

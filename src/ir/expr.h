@@ -65,11 +65,18 @@ enum class BinaryOp : uint8_t {
   FloorDiv, FloorMod,
   Min, Max,
   EQ, NE, LT, LE, GT, GE,
-  And, Or,
+  And, Or,   // logical, of bools
+  // Bitwise operations of integers (C's &, |, ^, <<, >>), both operands of the result's type.
+  // A shift amount must lie in [0, bits of the type); >> of a signed value is arithmetic.
+  // There is no unary complement: ~x is BitXor(x, all-ones of x's type), which every
+  // analysis and generator handles as an xor (the printer shows it as ~x).
+  BitAnd, BitOr, BitXor, ShiftLeft, ShiftRight,
 };
-const char* binary_op_name(BinaryOp op);  // "add", "floordiv", ...
+const char* binary_op_name(BinaryOp op);  // "add", "floordiv", "bitwise_and", ...
 bool is_comparison(BinaryOp op);
 bool is_logical(BinaryOp op);
+bool is_bitwise(BinaryOp op);  // BitAnd, BitOr, BitXor and the shifts
+bool is_shift(BinaryOp op);
 
 struct BinaryNode : ExprNode {
   BinaryOp op;

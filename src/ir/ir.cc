@@ -24,6 +24,11 @@ const char* binary_op_name(BinaryOp op) {
     case BinaryOp::GE: return "ge";
     case BinaryOp::And: return "and";
     case BinaryOp::Or: return "or";
+    case BinaryOp::BitAnd: return "bitwise_and";
+    case BinaryOp::BitOr: return "bitwise_or";
+    case BinaryOp::BitXor: return "bitwise_xor";
+    case BinaryOp::ShiftLeft: return "shift_left";
+    case BinaryOp::ShiftRight: return "shift_right";
   }
   return "?";
 }
@@ -33,6 +38,10 @@ bool is_comparison(BinaryOp op) {
          op == BinaryOp::GT || op == BinaryOp::GE;
 }
 bool is_logical(BinaryOp op) { return op == BinaryOp::And || op == BinaryOp::Or; }
+bool is_bitwise(BinaryOp op) {
+  return op == BinaryOp::BitAnd || op == BinaryOp::BitOr || op == BinaryOp::BitXor || is_shift(op);
+}
+bool is_shift(BinaryOp op) { return op == BinaryOp::ShiftLeft || op == BinaryOp::ShiftRight; }
 
 const char* for_kind_name(ForKind k) {
   switch (k) {

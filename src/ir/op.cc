@@ -19,9 +19,6 @@ const IntrinsicInfo kIntrinsics[] = {
     {"fmod", 2, true},     {"abs", 1, false},      {"isnan", 1, false},  {"isinf", 1, false},
     {"thread_index", 1, false},  // index of the thread within the block, per dimension
     {"thread_range", 2, false},  // `with T.ws(...)`: whether the thread is in [lo, hi) of the block
-    {"bitwise_xor", 2, false},   // `a ^ b` on integers
-    {"shift_left", 2, false},    // `a << b` on integers
-    {"shift_right", 2, false},   // `a >> b` on integers (arithmetic for signed ones)
     {"block_rank_in_cluster", 0, false},  // rank of the block in its thread-block cluster
     {"print", -1, false},        // T.print of scalars
 };
@@ -51,7 +48,92 @@ int64_t fdiv(int64_t a, int64_t b) {
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
+
+const char* bitwise_symbol(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::BitAnd: return "&";
+    case BinaryOp::BitOr: return "|";
+    case BinaryOp::BitXor: return "^";
+    case BinaryOp::ShiftLeft: return "<<";
+    default: return ">>";
+  }
+}
+
+std::string int_text(DataType t, int64_t v) { return t.is_uint() ? std::to_string(uint64_t(v)) : std::to_string(v); }
+
+// The bitwise operators: the logical ones on two bools, C's on integers.
+Expr bitwise(BinaryOp op, Expr a, Expr b, Span span) {
+  std::string sym = bitwise_symbol(op);
+  for (const Expr* x : {&a, &b}) {
+    DataType t = (*x)->dtype;
+    if (!t.is_integer() && !t.is_bool())
+      fail(ErrorKind::Type, span, "operator '" + sym + "' takes integers, got " + t.str(),
+           "bitwise operators apply to integer values (T.reinterpret gives the bits of a float as an integer)");
+  }
+  if (a->dtype.is_bool() || b->dtype.is_bool()) {
+    // A literal 0 or 1 next to a bool is a bool, as in promote().
+    auto boolish = [](const Expr& x) {
+      if (x->dtype.is_bool()) return true;
+      auto* v = as<IntImmNode>(x);
+      return v && (v->value == 0 || v->value == 1);
+    };
+    std::string other = (a->dtype.is_bool() ? b : a)->dtype.str();
+    if (is_shift(op))
+      fail(ErrorKind::Type, span, "operator '" + sym + "' takes integers, got bool",
+           "cast the condition to an integer first, e.g. T.Cast(\"int32\", c)");
+    if (!boolish(a) || !boolish(b))
+      fail(ErrorKind::Type, span, "operator '" + sym + "' on a bool and an " + other,
+           "'" + sym + "' of two conditions is logical, e.g. (a > 0) " + sym + " (b > 0), and of two integers "
+           "bitwise; cast the condition to an integer (T.Cast(\"" + other + "\", c)) to combine it with one");
+    a = cast(DataType::Bool(), a, span);
+    b = cast(DataType::Bool(), b, span);
+    BinaryOp logical = op == BinaryOp::BitAnd ? BinaryOp::And : op == BinaryOp::BitOr ? BinaryOp::Or : BinaryOp::NE;
+    return binary(logical, std::move(a), std::move(b), span);
+  }
+  DataType t = promote(a, b);
+  a = cast(t, a, span);
+  b = cast(t, b, span);
+  auto* ia = as<IntImmNode>(a);
+  auto* ib = as<IntImmNode>(b);
+  if (is_shift(op) && ib && !(ib->value >= 0 && ib->value < t.bits))
+    fail(ErrorKind::Type, span,
+         "shift amount " + int_text(t, ib->value) + " is out of range for " + t.str() + " (0 to " +
+             std::to_string(t.bits - 1) + ")",
+         "shift by less than the width of the type (cast the value to a wider type first)");
+  if (ia && ib) return std::make_shared<IntImmNode>(t, *fold_bitwise(op, t, ia->value, ib->value), span);
+  // Identities: x | 0, x ^ 0, x << 0, x >> 0 and x & ~0 are x; x & 0 is 0.
+  int64_t ones = all_ones_value(t);
+  if (ib && ib->value == 0 && op != BinaryOp::BitAnd) return a;
+  if (ia && ia->value == 0 && (op == BinaryOp::BitOr || op == BinaryOp::BitXor)) return b;
+  if (op == BinaryOp::BitAnd) {
+    if ((ia && ia->value == 0) || (ib && ib->value == 0)) return make_int(0, t, span);
+    if (ib && ib->value == ones) return a;
+    if (ia && ia->value == ones) return b;
+  }
+  return std::make_shared<BinaryNode>(op, t, std::move(a), std::move(b), span);
+}
 }  // namespace
+
+int64_t all_ones_value(DataType t) { return wrap(-1, t); }
+
+std::optional<int64_t> fold_bitwise(BinaryOp op, DataType t, int64_t x, int64_t y) {
+  uint64_t ux = uint64_t(x);
+  switch (op) {
+    case BinaryOp::BitAnd: return wrap(x & y, t);
+    case BinaryOp::BitOr: return wrap(x | y, t);
+    case BinaryOp::BitXor: return wrap(x ^ y, t);
+    case BinaryOp::ShiftLeft:
+    case BinaryOp::ShiftRight: {
+      if (t.is_bool() || y < 0 || y >= t.bits) return std::nullopt;
+      if (op == BinaryOp::ShiftLeft) return wrap(int64_t(ux << y), t);
+      // Signed: arithmetic (the value is sign-extended, so shifting the int64 is exact);
+      // unsigned: logical (the value is zero-extended, uint64 its bit pattern).
+      if (t.is_int()) return x < 0 ? ~(~x >> y) : x >> y;
+      return wrap(int64_t(ux >> y), t);
+    }
+    default: return std::nullopt;
+  }
+}
 
 const IntrinsicInfo* find_intrinsic(const std::string& name) {
   for (auto& i : kIntrinsics)
@@ -100,6 +182,7 @@ Expr binary(BinaryOp op, Expr a, Expr b, Span span) {
   if (a->dtype.is_handle() || b->dtype.is_handle())
     fail(ErrorKind::Type, span, std::string("operator '") + binary_op_name(op) + "' applied to a buffer",
          "index the buffer (A[i, j]) to get an element");
+  if (is_bitwise(op)) return bitwise(op, std::move(a), std::move(b), span);
   DataType t;
   if (is_logical(op)) {
     t = DataType::Bool();
@@ -136,6 +219,7 @@ Expr binary(BinaryOp op, Expr a, Expr b, Span span) {
       case BinaryOp::GE: r = x >= y; break;
       case BinaryOp::And: r = x && y; break;
       case BinaryOp::Or: r = x || y; break;
+      default: ok = false; break;  // the bitwise operators fold in bitwise()
     }
     if (!ok) fail(ErrorKind::Type, span, "division by zero in a constant expression");
     return std::make_shared<IntImmNode>(result, wrap(r, result), span);
@@ -185,6 +269,17 @@ Expr binary(BinaryOp op, Expr a, Expr b, Span span) {
   return std::make_shared<BinaryNode>(op, result, std::move(a), std::move(b), span);
 }
 
+Expr bitwise_not(Expr a, Span span) {
+  DataType t = a->dtype;
+  if (t.is_bool()) return logical_not(std::move(a), span);
+  if (t.is_handle())
+    fail(ErrorKind::Type, span, "operator '~' applied to a buffer", "index the buffer (A[i, j]) to get an element");
+  if (!t.is_integer())
+    fail(ErrorKind::Type, span, "operator '~' takes integers, got " + t.str(),
+         "bitwise operators apply to integer values (T.reinterpret gives the bits of a float as an integer)");
+  return binary(BinaryOp::BitXor, std::move(a), make_int(all_ones_value(t), t, span), span);
+}
+
 Expr logical_not(Expr a, Span span) {
   if (auto* v = const_int(a)) return make_bool(*v == 0, span);
   return std::make_shared<NotNode>(cast(DataType::Bool(), std::move(a), span), span);
@@ -205,6 +300,21 @@ Expr select(Expr cond, Expr t, Expr f, Span span) {
 }
 
 Expr call(const std::string& op, std::vector<Expr> args, Span span) {
+  // The bitwise operations by their upstream names are operators of the IR, not calls.
+  static const std::pair<const char*, BinaryOp> kBitwise[] = {
+      {"bitwise_and", BinaryOp::BitAnd}, {"bitwise_or", BinaryOp::BitOr}, {"bitwise_xor", BinaryOp::BitXor},
+      {"shift_left", BinaryOp::ShiftLeft}, {"shift_right", BinaryOp::ShiftRight}};
+  for (auto& [name, bop] : kBitwise) {
+    if (op != name) continue;
+    if (args.size() != 2)
+      fail(ErrorKind::Type, span, "T." + op + " takes 2 argument(s), got " + std::to_string(args.size()));
+    return binary(bop, args[0], args[1], span);
+  }
+  if (op == "bitwise_not") {
+    if (args.size() != 1)
+      fail(ErrorKind::Type, span, "T.bitwise_not takes 1 argument(s), got " + std::to_string(args.size()));
+    return bitwise_not(args[0], span);
+  }
   const IntrinsicInfo* info = find_intrinsic(op);
   if (!info) fail(ErrorKind::Name, span, "unknown intrinsic '" + op + "'");
   if (info->arity >= 0 && int(args.size()) != info->arity)
@@ -220,14 +330,6 @@ Expr call(const std::string& op, std::vector<Expr> args, Span span) {
     for (auto& a : args) a = cast(t, a, span);
   }
   if (op == "isnan" || op == "isinf" || op == "thread_range") t = DataType::Bool();
-  if (op == "bitwise_xor" || op == "shift_left" || op == "shift_right") {
-    std::string sym = op == "bitwise_xor" ? "^" : op == "shift_left" ? "<<" : ">>";
-    for (auto& a : args)
-      if (!a->dtype.is_integer() && !a->dtype.is_bool())
-        fail(ErrorKind::Type, span, "'" + sym + "' takes integers, got " + a->dtype.str(), "use it on integer values only");
-    t = is_literal(args[0]) ? args[1]->dtype : args[0]->dtype;
-    for (auto& a : args) a = cast(t, a, span);
-  }
   if (op == "print") t = DataType::Void();
   return std::make_shared<CallNode>(t, op, std::move(args), span);
 }

@@ -2,6 +2,7 @@
 // dtype (a Python literal takes the other side's type, int meets float -> float, the wider
 // width wins), comparisons give bool. Constants fold here so the parser's output stays small.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,12 @@ namespace tl {
 
 Expr binary(BinaryOp op, Expr a, Expr b, Span span = {});
 Expr logical_not(Expr a, Span span = {});
+// ~a: the bitwise complement of an integer (a BitXor with all-ones), the logical not of a bool.
+// The bitwise operators (BinaryOp::BitAnd ... ShiftRight) go through binary(): on two bools
+// & | ^ are the logical and, or and xor (!=); an integer operand is required otherwise (a
+// float, or a bool meeting an integer, is a type error), and a constant shift amount must be
+// in [0, bits of the type).
+Expr bitwise_not(Expr a, Span span = {});
 Expr select(Expr cond, Expr t, Expr f, Span span = {});
 Expr cast(DataType t, Expr v, Span span = {});
 Expr neg(Expr a, Span span = {});
@@ -34,5 +41,13 @@ Expr infinity(DataType t, Span span = {});
 
 // Type of the result when a and b meet in arithmetic.
 DataType promote(const Expr& a, const Expr& b);
+
+// The all-ones value of integer type t (-1 for signed types, the maximum for unsigned ones).
+int64_t all_ones_value(DataType t);
+// x op y for a bitwise op on integer constants of type t (values as IntImmNode holds them:
+// sign-extended for signed types, zero-extended for unsigned ones, uint64 as its bit pattern),
+// with C's semantics on t; >> of a negative value is arithmetic. Nothing for a shift amount
+// outside [0, bits of t).
+std::optional<int64_t> fold_bitwise(BinaryOp op, DataType t, int64_t x, int64_t y);
 
 }  // namespace tl

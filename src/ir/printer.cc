@@ -23,10 +23,14 @@ enum Prec : int {
   kPrecAnd = 2,
   kPrecNot = 3,
   kPrecCompare = 4,
-  kPrecAdd = 6,
-  kPrecMul = 7,
-  kPrecUnary = 8,
-  kPrecAtom = 10,
+  kPrecBitOr = 5,
+  kPrecBitXor = 6,
+  kPrecBitAnd = 7,
+  kPrecShift = 8,
+  kPrecAdd = 9,
+  kPrecMul = 10,
+  kPrecUnary = 11,
+  kPrecAtom = 13,
 };
 
 std::string quote(const std::string& s) {
@@ -298,6 +302,17 @@ class Printer {
       case BinaryOp::GE: return infix(n, ">=", kPrecCompare, true);
       case BinaryOp::And: return infix(n, "and", kPrecAnd);
       case BinaryOp::Or: return infix(n, "or", kPrecOr);
+      case BinaryOp::BitAnd: return infix(n, "&", kPrecBitAnd);
+      case BinaryOp::BitOr: return infix(n, "|", kPrecBitOr);
+      case BinaryOp::BitXor: {
+        // ~x is stored as x ^ all-ones.
+        auto* ones = as<IntImmNode>(n->b);
+        if (ones && n->dtype.is_integer() && ones->dtype == n->dtype && ones->value == all_ones_value(n->dtype))
+          return {"~" + operand(n->a, kPrecUnary), kPrecUnary};
+        return infix(n, "^", kPrecBitXor);
+      }
+      case BinaryOp::ShiftLeft: return infix(n, "<<", kPrecShift);
+      case BinaryOp::ShiftRight: return infix(n, ">>", kPrecShift);
     }
     return {"?", kPrecAtom};
   }

@@ -23,7 +23,7 @@ int log2_exact(int64_t v) {
   return k;
 }
 
-int64_t eval_binary(BinaryOp op, int64_t a, int64_t b) {
+int64_t eval_binary(BinaryOp op, DataType t, int64_t a, int64_t b) {
   switch (op) {
     case BinaryOp::Add:
       return a + b;
@@ -60,6 +60,18 @@ int64_t eval_binary(BinaryOp op, int64_t a, int64_t b) {
       return a && b;
     case BinaryOp::Or:
       return a || b;
+    case BinaryOp::BitAnd:
+    case BinaryOp::BitOr:
+    case BinaryOp::BitXor:
+    case BinaryOp::ShiftLeft:
+    case BinaryOp::ShiftRight: {
+      // C's semantics on the operands' type (>> of a negative value is arithmetic).
+      std::optional<int64_t> r = fold_bitwise(op, t, arith::wrap_to(t, a), arith::wrap_to(t, b));
+      if (!r)
+        layout_error("shift amount " + std::to_string(b) + " is out of range for " + t.str() +
+                     " while evaluating a layout expression");
+      return *r;
+    }
   }
   return 0;
 }
@@ -83,7 +95,7 @@ int64_t evaluate_index(const Expr& e, const IndexEnv& env) {
       // Short-circuit like the generated code would.
       if (n->op == BinaryOp::And && !a) return 0;
       if (n->op == BinaryOp::Or && a) return 1;
-      return arith::wrap_to(e->dtype, eval_binary(n->op, a, evaluate_index(n->b, env)));
+      return arith::wrap_to(e->dtype, eval_binary(n->op, n->a->dtype, a, evaluate_index(n->b, env)));
     }
     case ExprKind::Not:
       return !evaluate_index(static_cast<const NotNode*>(e.get())->a, env);

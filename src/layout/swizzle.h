@@ -50,8 +50,8 @@ SwizzleMode pick_swizzle_mode(int64_t cols, int element_bits);
 Layout make_swizzled_layout(int64_t rows, int64_t cols, int element_bits, SwizzleMode mode);
 
 // The element offset, inside one [rows, cols] tile stored as `s`, of logical element
-// (row, col), written with `xor_op(a, b, bits)` for a ^ b where b < 2^bits (a bitwise_xor
-// call in thread-level code, xor_low_bits in the layout algebra).
+// (row, col), written with `xor_op(a, b, bits)` for a ^ b where b < 2^bits (a BitXor
+// in thread-level code, xor_low_bits in the layout algebra).
 Expr swizzled_offset(const Expr& row, const Expr& col, int64_t rows, int64_t cols, int element_bits,
                      const SharedSwizzle& s, const std::function<Expr(const Expr&, const Expr&, int)>& xor_op);
 
@@ -59,7 +59,7 @@ Expr swizzled_offset(const Expr& row, const Expr& col, int64_t rows, int64_t col
 Layout make_shared_layout(int64_t rows, int64_t cols, int element_bits, const SharedSwizzle& s);
 
 // a XOR b on the low `bits` bits of non-negative a and b, written with floordiv/floormod
-// (the IR has no bitwise operators): sum_t 2^t * ((a // 2^t + b // 2^t) % 2).
+// (the layout algebra's form; thread-level code uses BinaryOp::BitXor): sum_t 2^t * ((a // 2^t + b // 2^t) % 2).
 Expr xor_low_bits(const Expr& a, const Expr& b, int bits);
 
 }  // namespace tl

@@ -70,7 +70,7 @@ class ApplySwizzles : public IRMutator {
       col = base;
     }
     auto xor_op = [&](const Expr& a, const Expr& k, int) -> Expr {
-      return std::make_shared<CallNode>(DataType::Int(32), "bitwise_xor", std::vector<Expr>{a, k}, sp);
+      return binary(BinaryOp::BitXor, a, k, sp);
     };
     Expr flat = swizzled_offset(row, col, *rows, *cols, b->dtype.bits, it->second, xor_op);
     if (lane_offset) flat = add(flat, lane_offset, sp);

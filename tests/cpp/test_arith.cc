@@ -42,6 +42,17 @@ Expr ne(Expr a, Expr b) { return bin(BinaryOp::NE, a, b); }
 Expr land(Expr a, Expr b) { return bin(BinaryOp::And, a, b); }
 Expr lor(Expr a, Expr b) { return bin(BinaryOp::Or, a, b); }
 Expr lnot(Expr a) { return std::make_shared<NotNode>(a); }
+Expr band(Expr a, Expr b) { return bin(BinaryOp::BitAnd, a, b); }
+Expr bor(Expr a, Expr b) { return bin(BinaryOp::BitOr, a, b); }
+Expr bxor(Expr a, Expr b) { return bin(BinaryOp::BitXor, a, b); }
+Expr shl(Expr a, Expr b) { return bin(BinaryOp::ShiftLeft, a, b); }
+Expr shr(Expr a, Expr b) { return bin(BinaryOp::ShiftRight, a, b); }
+// ~a as the IR stores it: a ^ all-ones (-1 for signed types).
+Expr bnot(Expr a) {
+  DataType t = a->dtype;
+  int64_t ones = t.is_uint() && t.bits < 64 ? int64_t((uint64_t(1) << t.bits) - 1) : -1;
+  return bxor(a, imm(ones, t));
+}
 Expr sel(Expr c, Expr t, Expr f) { return std::make_shared<SelectNode>(c, t, f); }
 Expr cast_to(DataType t, Expr v) { return std::make_shared<CastNode>(t, v); }
 
@@ -151,6 +162,17 @@ std::optional<int64_t> eval(const Expr& e, const Env& env) {
         case BinaryOp::GE: return x >= y;
         case BinaryOp::And: return x && y;
         case BinaryOp::Or: return x || y;
+        // Two's complement bits of the (in-range) values; shifts as multiplication and floor
+        // division by 2^y, only for amounts inside the type.
+        case BinaryOp::BitAnd: return fits(x & y);
+        case BinaryOp::BitOr: return fits(x | y);
+        case BinaryOp::BitXor: return fits(x ^ y);
+        case BinaryOp::ShiftLeft:
+          if (y < 0 || y >= n->dtype.bits || __builtin_mul_overflow(x, int64_t(1) << y, &r)) return std::nullopt;
+          return fits(r);
+        case BinaryOp::ShiftRight:
+          if (y < 0 || y >= n->dtype.bits) return std::nullopt;
+          return fits(ref_floordiv(x, int64_t(1) << y));
       }
       return std::nullopt;
     }
@@ -566,16 +588,126 @@ TEST_F(ArithTest, UnbindForgets) {
   EXPECT_FALSE(an.can_prove(lt(k, imm(4))));
 }
 
+// ------------------------------------------------------------------ bit operations
+
+TEST_F(ArithTest, BoundOfBitOperations) {
+  auto expect_bound = [&](const Expr& e, int64_t lo, int64_t hi) {
+    auto b = an.const_int_bound(e);
+    EXPECT_EQ(b.min, lo) << str(e);
+    EXPECT_EQ(b.max, hi) << str(e);
+  };
+  const int64_t kMin32 = -(int64_t(1) << 31), kMax32 = (int64_t(1) << 31) - 1;
+  // & with a non-negative side is within [0, that side].
+  expect_bound(band(x, imm(7)), 0, 7);
+  expect_bound(band(imm(7), x), 0, 7);
+  expect_bound(band(i, j), 0, 3);
+  expect_bound(band(fmod(x, imm(8)), imm(255)), 0, 7);
+  // | and ^ of non-negative values stay below the next power of two.
+  expect_bound(bor(i, imm(3)), 3, 127);
+  expect_bound(bor(j, imm(8)), 8, 11);
+  expect_bound(bxor(i, fmod(bx, imm(8))), 0, 127);
+  // Signs: the result of two negative values is negative for & and |, non-negative for ^.
+  expect_bound(band(sub(i, imm(200)), sub(j, imm(8))), -256, -73);
+  expect_bound(bor(sub(j, imm(8)), i), -8, -1);
+  expect_bound(bxor(sub(j, imm(8)), sub(j, imm(4))), 0, 7);
+  expect_bound(bxor(sub(j, imm(8)), j), -8, -1);
+  expect_bound(bor(x, y), kMin32, kMax32);
+  // ~x is -1 - x; for uint8, 255 - x.
+  expect_bound(bnot(i), -128, -1);
+  Var u = make_var("u", DataType::UInt(8));
+  an.bind(u.get(), 10, 6);
+  expect_bound(bnot(u), 240, 245);
+  // Shifts by amounts inside the type: * 2^s and floordiv by 2^s.
+  expect_bound(shl(i, imm(2)), 0, 508);
+  expect_bound(shl(j, j), 0, 24);
+  expect_bound(shr(sub(i, imm(64)), imm(3)), -8, 7);
+  expect_bound(shr(x, imm(28)), -8, 7);
+  expect_bound(shr(i, j), 0, 127);
+  expect_bound(shl(x, imm(1)), kMin32, kMax32);  // may wrap
+  expect_bound(shl(i, x), kMin32, kMax32);       // the amount may be out of range
+  expect_bound(shl(imm(1), sub(j, imm(1))), kMin32, kMax32);
+}
+
+TEST_F(ArithTest, ModularSetsOfBitOperations) {
+  auto m = an.modular_set(shl(x, imm(3)));
+  EXPECT_EQ(m.coeff, 8);
+  EXPECT_EQ(m.base, 0);
+  m = an.modular_set(band(add(mul(x, imm(8)), imm(3)), imm(7)));  // floormod(8x + 3, 8)
+  EXPECT_EQ(m.coeff, 0);
+  EXPECT_EQ(m.base, 3);
+  m = an.modular_set(band(mul(x, imm(4)), imm(15)));
+  EXPECT_EQ(m.coeff, 4);
+  EXPECT_EQ(m.base, 0);
+  m = an.modular_set(shr(mul(x, imm(16)), imm(2)));
+  EXPECT_EQ(m.coeff, 4);
+  m = an.modular_set(bxor(mul(x, imm(8)), imm(1)));  // nothing known
+  EXPECT_EQ(m.coeff, 1);
+  // x << c may wrap: of (3x + 1) << 2 = 12x + 4 only the congruence modulo 4 survives.
+  m = an.modular_set(shl(add(mul(x, imm(3)), imm(1)), imm(2)));
+  EXPECT_EQ(m.coeff, 4);
+  EXPECT_EQ(m.base, 0);
+  m = an.modular_set(shl(imm(3), imm(31)));
+  EXPECT_EQ(m.coeff, 0);
+  EXPECT_EQ(m.base, -(int64_t(1) << 31));
+}
+
+TEST_F(ArithTest, BitOperationRules) {
+  // Constants fold with C's semantics on the type.
+  expect_const(bxor(imm(5), imm(3)), 6);
+  expect_const(band(imm(-6), imm(7)), 2);
+  expect_const(bor(imm(-8), imm(3)), -5);
+  expect_const(bnot(imm(5)), -6);
+  expect_const(shl(imm(1), imm(31)), -(int64_t(1) << 31));
+  expect_const(shl(imm(3), imm(30)), -(int64_t(1) << 30));
+  expect_const(shr(imm(-9), imm(1)), -5);  // arithmetic
+  expect_const(shr(imm(-1), imm(31)), -1);
+  DataType u8 = DataType::UInt(8), u32 = DataType::UInt(32), i8 = DataType::Int(8);
+  expect_const(shl(imm(200, u8), imm(1, u8)), 144);
+  expect_const(bnot(imm(5, u8)), 250);
+  expect_const(shr(imm(0xFFFFFFFF, u32), imm(4, u32)), 0x0FFFFFFF);  // logical
+  expect_const(shr(imm(-128, i8), imm(7, i8)), -1);
+  expect_const(shl(imm(1, i8), imm(7, i8)), -128);
+  // An out-of-range shift amount is left alone (its value is undefined).
+  Expr bad = shl(imm(1), imm(32));
+  EXPECT_EQ(an.simplify(bad)->kind, ExprKind::Binary);
+  // Identities.
+  expect_simplifies_to(bnot(bnot(x)), x);
+  expect_simplifies_to(bxor(bxor(x, imm(3)), imm(5)), bxor(x, imm(6)));
+  expect_simplifies_to(band(band(x, imm(12)), imm(6)), band(x, imm(4)));
+  expect_simplifies_to(bor(bor(x, imm(1)), imm(2)), bor(x, imm(3)));
+  expect_const(band(x, imm(0)), 0);
+  expect_simplifies_to(bor(x, imm(0)), x);
+  expect_simplifies_to(bxor(imm(0), x), x);
+  expect_simplifies_to(band(x, imm(-1)), x);
+  expect_const(bor(x, imm(-1)), -1);
+  expect_const(bxor(x, x), 0);
+  expect_simplifies_to(band(x, x), x);
+  expect_simplifies_to(shl(x, imm(0)), x);
+  expect_simplifies_to(band(imm(3), x), band(x, imm(3)));
+  // A mask that keeps every bit the value can have disappears; a shift past them gives 0.
+  expect_simplifies_to(band(fmod(x, imm(8)), imm(7)), fmod(x, imm(8)));
+  expect_simplifies_to(band(i, imm(255)), i);
+  expect_simplifies_to(band(i, imm(63)), band(i, imm(63)));
+  expect_const(shr(i, imm(7)), 0);
+  expect_const(band(shl(i, imm(3)), imm(7)), 0);  // bound [0, 7] but modular: multiple of 8
+  expect_simplifies_to(add(bxor(i, j), sub(imm(0), bxor(i, j))), imm(0));
+  EXPECT_TRUE(an.can_prove(lt(bxor(i, fmod(bx, imm(8))), imm(128))));
+  EXPECT_TRUE(an.can_prove(ge(band(x, imm(15)), imm(0))));
+}
+
 // ------------------------------------------------------------------ randomised equivalence
 
 class RandomExprs {
  public:
-  RandomExprs(uint32_t seed, std::vector<Var> vars, std::vector<int> divisors)
-      : rng_(seed), vars_(std::move(vars)), divisors_(std::move(divisors)) {}
+  // bitwise: also & | ^ ~ << >> (a separate stream, so that the other seeds keep their expressions).
+  RandomExprs(uint32_t seed, std::vector<Var> vars, std::vector<int> divisors, bool bitwise = false)
+      : rng_(seed), vars_(std::move(vars)), divisors_(std::move(divisors)), bitwise_(bitwise) {}
 
   Expr integer(int depth) {
     if (depth == 0 || pick(0, 9) < 2) return leaf();
-    switch (pick(0, 13)) {
+    int which = pick(0, bitwise_ ? 19 : 13);
+    if (which >= 14) return bit_op(which, depth);
+    switch (which) {
       case 0:
       case 1: return add(integer(depth - 1), integer(depth - 1));
       case 2: return sub(integer(depth - 1), integer(depth - 1));
@@ -611,6 +743,17 @@ class RandomExprs {
   }
 
  private:
+  Expr bit_op(int which, int depth) {
+    Expr a = integer(depth - 1);
+    switch (which) {
+      case 14: return band(a, pick(0, 1) ? integer(depth - 1) : imm((1 << pick(0, 5)) - 1));
+      case 15: return bor(a, integer(depth - 1));
+      case 16: return bxor(a, integer(depth - 1));
+      case 17: return bnot(a);
+      case 18: return shl(a, pick(0, 2) ? imm(pick(0, 5)) : fmod(integer(depth - 1), imm(4)));
+      default: return shr(a, pick(0, 2) ? imm(pick(0, 5)) : fmod(integer(depth - 1), imm(4)));
+    }
+  }
   int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   Expr small_const() { return imm(pick(-6, 6)); }
   Expr divisor() {
@@ -624,6 +767,7 @@ class RandomExprs {
   std::mt19937 rng_;
   std::vector<Var> vars_;
   std::vector<int> divisors_;
+  bool bitwise_ = false;
 };
 
 struct Domain {
@@ -644,14 +788,14 @@ bool in_modular_set(int64_t v, ModularSet m) {
 // Simplifies random expressions over the domains' variables and compares original and result
 // at random points of the domains; also checks that both bounds and the modular set hold.
 RandomStats check_random_exprs(uint32_t seed, const std::vector<Domain>& domains, int num_exprs,
-                               std::vector<int> divisors) {
+                               std::vector<int> divisors, bool bitwise = false) {
   Analyzer an;
   std::vector<Var> vars;
   for (auto& d : domains) {
     an.bind(d.var.get(), d.min, d.extent);
     vars.push_back(d.var);
   }
-  RandomExprs gen(seed, vars, std::move(divisors));
+  RandomExprs gen(seed, vars, std::move(divisors), bitwise);
   std::mt19937 point_rng(seed + 1);
   const int kPoints = 48;
   RandomStats st;
@@ -721,6 +865,18 @@ TEST(ArithRandom, TileLikeRanges) {
       check_random_exprs(77u, domains, 3000, {2, 4, 8, 16, 32, 64, 128, -4, -32, 3, 6, 1, -1, 96});
   report("randomised arith (tile-like ranges)", st);
   EXPECT_GE(st.exprs, 2500);
+  EXPECT_EQ(st.value_mismatches, 0);
+  EXPECT_EQ(st.bound_misses, 0);
+  EXPECT_EQ(st.modular_misses, 0);
+}
+
+TEST(ArithRandom, WithBitOperations) {
+  // & | ^ ~ << >> among the arithmetic, over signed ranges (negative values included).
+  std::vector<Domain> domains = {{make_var("a"), -40, 81}, {make_var("b"), 0, 64},
+                                 {make_var("c"), -5, 9},   {make_var("d"), 0, 1 << 20}};
+  RandomStats st = check_random_exprs(4242u, domains, 6000, {1, 2, 4, 8, 16, 3, -2, -8, 32}, true);
+  report("randomised arith (bit operations)", st);
+  EXPECT_GE(st.exprs, 4000);
   EXPECT_EQ(st.value_mismatches, 0);
   EXPECT_EQ(st.bound_misses, 0);
   EXPECT_EQ(st.modular_misses, 0);

@@ -518,15 +518,20 @@ def test_pipeline_options_are_checked(target):
     check_located(e.value, "pipelined", "num_stages must be Python ints", "2.5")
 
 
-@pytest.mark.parametrize("operand", ["float", "int"])
-def test_and_or_on_numbers_is_a_type_error(operand):
+@pytest.mark.parametrize("operand", ["float", "bool_and_int"])
+def test_bit_operators_on_floats_or_bool_and_int_are_type_errors(operand):
+    """& | on integers are bitwise and on two bools logical (test_bitwise.py); a float, or a
+    bool meeting an integer, is a typed error at the line."""
     with pytest.raises(TileLangTypeError) as e:
         @T.prim_func
         def main(A: T.Tensor((64,), F32), B: T.Tensor((64,), "int32")):
             with T.Kernel(1, threads=64):
                 for i in T.Parallel(64):
-                    A[i] = (A[i] & 1.0) if operand == "float" else (B[i] | 1)  # <<err:and_numbers>>
-    check_located(e.value, "and_numbers", "on a value of type", "combines conditions")
+                    A[i] = (A[i] & 1.0) if operand == "float" else T.if_then_else((B[i] > 0) | B[i], 1.0, 0.0)  # <<err:and_numbers>>
+    if operand == "float":
+        check_located(e.value, "and_numbers", "operator '&' takes integers, got float32")
+    else:
+        check_located(e.value, "and_numbers", "operator '|' on a bool and an int32", "T.Cast")
 
 
 def test_duplicate_and_malformed_out_idx():

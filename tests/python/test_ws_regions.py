@@ -273,7 +273,7 @@ def test_barriers_by_index():
     assert "HGMMA.64x128x16.F32" in sass and "LOCAL:0" in usage
     source = _source(ws_gemm_barrier_list(512, 512, 512))
     assert source.count("tl::mbarrier_init(") == 4
-    assert "tl::mbarrier_wait(&mbarrier[ko % 2 + 2], (uint32_t)(ko / 2 % 2 ^ 1));" in source, source
+    assert "tl::mbarrier_wait(&mbarrier[ko % 2 + 2], (uint32_t)((ko / 2 % 2) ^ 1));" in source, source
     assert "tl::mbarrier_arrive(&mbarrier[ko % 2]);" in source and "tl::mbarrier_arrive(&mbarrier[ko % 2 + 2]);" in source
 
 

@@ -5,6 +5,7 @@ from ..layout.maps import Fragment, Layout
 from ..parser.parser import Macro, macro
 from . import fp8  # noqa: F401 - tilelang.language.fp8
 from .eager import empty
+from .bitwise import bitwise_and, bitwise_not, bitwise_or, bitwise_xor, shift_left, shift_right
 from .alloc import alloc_fragment, alloc_global, alloc_local, alloc_reducer, alloc_shared, alloc_var, reshape, view
 from .extern import CUDASourceCodeKernel, access_ptr, call_extern, evaluate, import_source, reinterpret
 from ..layout import Fragment, Layout

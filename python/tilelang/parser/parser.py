@@ -602,32 +602,14 @@ class Parser:
         return out
 
     def binop(self, op, a, b, node):
-        bitwise = {operator.xor: ("^", "bitwise_xor"), operator.lshift: ("<<", "shift_left"),
-                   operator.rshift: (">>", "shift_right")}
-        if (is_expr(a) or is_expr(b)) and op in bitwise:
-            # Bitwise operators of integers (a barrier's parity `(k // s) % 2 ^ 1`).
-            sym, name = bitwise[op]
-            for x in (a, b):
-                if isinstance(x, float) or (is_expr(x) and not (x.dtype.startswith(("int", "uint")) or x.dtype == "bool")):
-                    raise self.error(TileLangTypeError,
-                                     f"operator '{sym}' takes integers, got {getattr(x, 'dtype', type(x).__name__)}", node)
-            return _C.call(name, [a, b])
         if (is_expr(a) or is_expr(b)) and op is operator.matmul:
             sym = "@"
             raise self.error(TileLangSyntaxError, f"operator '{sym}' on kernel values is not supported", node)
         if isinstance(a, (Buffer, Region)) or isinstance(b, (Buffer, Region)):
             raise self.error(TileLangTypeError, "arithmetic on a whole buffer", node,
                              "index the buffer (A[i, j]) inside a T.Parallel loop")
-        if op in (operator.and_, operator.or_) and (is_expr(a) or is_expr(b)):
-            # On kernel values `&` and `|` are the logical operators of conditions (as in
-            # TileLang); on numbers they would silently compute something else.
-            for x in (a, b):
-                dtype = x.dtype if is_expr(x) else type(x).__name__
-                if dtype != "bool":
-                    sym = "&" if op is operator.and_ else "|"
-                    raise self.error(TileLangTypeError, f"operator '{sym}' on a value of type {dtype}", node,
-                                     f"'{sym}' combines conditions, e.g. (a > 0) {sym} (b > 0); bitwise "
-                                     "operations on numbers are not supported in kernels")
+        # On kernel values & | ^ ~ << >> are C's bit operations of integers, and & | ^ ~ the
+        # logical ones of bools (as in TileLang); the IR checks the operand types.
         return op(a, b)
 
     def ex_BinOp(self, node):

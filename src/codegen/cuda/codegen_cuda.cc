@@ -659,10 +659,6 @@ class CodeGenCUDA : public Emitter {
               std::to_string(const_arg(n, 1, "LBO")) + ", " + std::to_string(const_arg(n, 2, "SBO")) + ", " +
               std::to_string(const_arg(n, 3, "swizzle")) + ")"};
     }
-    if (op == "bitwise_xor") {
-      if (n->args.size() != 2) fail(ErrorKind::Internal, sp, "internal: bitwise_xor takes two integers");
-      return {"(" + convert(n->args[0], n->dtype).text + " ^ " + convert(n->args[1], n->dtype).text + ")"};
-    }
     return emit_intrinsic(n);
   }
 

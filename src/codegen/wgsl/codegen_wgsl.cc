@@ -13,6 +13,7 @@
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/intrinsics.h"
+#include "ir/op.h"
 #include "transform/simplify.h"
 
 namespace tl {
@@ -308,7 +309,11 @@ class WgslCodegen {
         case BinaryOp::Div:
         case BinaryOp::Mod:
         case BinaryOp::Min:
-        case BinaryOp::Max: return nonneg(b->a) && nonneg(b->b);
+        case BinaryOp::Max:
+        case BinaryOp::BitOr:
+        case BinaryOp::BitXor: return nonneg(b->a) && nonneg(b->b);
+        case BinaryOp::BitAnd: return nonneg(b->a) || nonneg(b->b);
+        case BinaryOp::ShiftRight: return nonneg(b->a);  // (x << s may wrap into the sign bit)
         default: return false;
       }
     }
@@ -460,6 +465,26 @@ class WgslCodegen {
       case BinaryOp::GE: return infix(">=");
       case BinaryOp::And: return infix("&&");
       case BinaryOp::Or: return infix("||");
+      // WGSL's bit operations have C's meaning on i32 and u32 (>> of an i32 is arithmetic).
+      case BinaryOp::BitAnd: return infix("&");
+      case BinaryOp::BitOr: return infix("|");
+      case BinaryOp::BitXor: {
+        auto* ones = as<IntImmNode>(n->b);
+        if (ones && ones->value == all_ones_value(t)) return "(~" + a + ")";  // ~x is x ^ all-ones
+        return infix("^");
+      }
+      case BinaryOp::ShiftLeft:
+      case BinaryOp::ShiftRight: {
+        // The amount is a u32, taken modulo 32: a 64-bit shift (carried as i32) beyond 31 bits
+        // cannot be written.
+        const int64_t* amount = const_int(n->b);
+        if (t.bits > 32 && (!amount || *amount >= 32))
+          unsupported(sp, "a shift of a " + t.str() + " value by " +
+                              (amount ? std::to_string(*amount) + " bits" : std::string("a variable amount")) +
+                              " (64-bit integers are carried as i32)",
+                      "shift 32-bit values");
+        return "(" + a + (n->op == BinaryOp::ShiftLeft ? " << u32(" : " >> u32(") + b + "))";
+      }
     }
     fail(ErrorKind::Internal, sp, "internal: unknown binary operator");
   }
@@ -467,11 +492,6 @@ class WgslCodegen {
   std::string emit_call(const CallNode* n) {
     const std::string& op = n->op;
     Span sp = n->span;
-    if (op == "bitwise_xor") return "(" + convert(n->args.at(0), n->dtype) + " ^ " + convert(n->args.at(1), n->dtype) + ")";
-    // WGSL shifts by a u32 amount.
-    if (op == "shift_left" || op == "shift_right")
-      return "(" + convert(n->args.at(0), n->dtype) + (op == "shift_left" ? " << u32(" : " >> u32(") +
-             convert(n->args.at(1), n->dtype) + "))";
     if (op.rfind("atomic_", 0) == 0)
       unsupported(sp, "the value T." + op + " returns (WGSL's float atomics are compare-exchange loops)",
                   "call T." + op + " as a statement");
