@@ -235,7 +235,7 @@ def annotate_layout(layouts):
     """T.annotate_layout({buffer: layout}): how to store buffers.
 
     - tilelang.layout.make_swizzled_layout(buf): a shared tile stored swizzled in 16-byte chunks.
-    - T.Layout(buf.shape, lambda *idx: position): any buffer but a fragment (a global tensor, a
+    - T.Layout(buf.shape, fn), fn(i, j, ...) giving a position: any buffer but a fragment (a global tensor, a
       shared tile, a local array) stored with element idx at `position` (one index or a list,
       flattened row-major over the positions' extents), e.g. FlashAttention backward's dQ laid
       out so that a warp's atomic adds land in one 128-byte line. Every access to the buffer
