@@ -52,11 +52,19 @@ def _getitem(self, key):
     raise _builder.error(TileLangTypeError, f"'{self!r}' is a scalar and cannot be indexed")
 
 
+def _astype(self, dtype, span=None):
+    """The value converted to dtype: `A_local[i, j].astype(accum_dtype)` is T.cast(A_local[i, j],
+    accum_dtype), as on upstream's PrimExpr (span is accepted and ignored)."""
+    from .dtypes import canonical
+    return _C.cast(canonical(dtype), self)
+
+
 _C.Expr.__bool__ = _bool_error
 _C.Expr.__index__ = _index
 _C.Expr.__int__ = _index
 _C.Expr.__float__ = _float
 _C.Expr.__getitem__ = _getitem
+_C.Expr.astype = _astype
 
 
 def _extent(x):
