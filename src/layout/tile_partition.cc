@@ -149,6 +149,44 @@ TilePartition TilePartition::wgmma_accumulator(int64_t m, int64_t n, int64_t gm,
   return p;
 }
 
+TilePartition TilePartition::amd_accumulator(int64_t m, int64_t n, int64_t wm, int64_t wn, const amd::MatrixCoreShape& s,
+                                             bool transposed) {
+  if (m % (s.m * wm) != 0 || n % (s.n * wn) != 0)
+    fail(ErrorKind::Internal, Span{},
+         "internal: an AMD matrix-core accumulator of " + std::to_string(m) + " x " + std::to_string(n) +
+             " does not split over " + std::to_string(wm) + " x " + std::to_string(wn) + " wavefronts");
+  TilePartition p;
+  p.kind_ = Kind::Mma;
+  p.shape_ = {m, n};
+  p.threads_ = s.wave * wm * wn;
+  int64_t mi = m / (s.m * wm), ni = n / (s.n * wn), regs = s.acc_per_lane();
+  // The instruction's D row digits (registers: local, lanes: thread) and its column digit.
+  std::vector<Digit> d_rows;
+  if (s.wmma) {
+    d_rows = {Digit{"r", 8, false, 1}, Digit{"h", 2, true, 16}};
+  } else {
+    int64_t groups = s.wave / s.m;
+    if (s.m / (4 * groups) > 1) d_rows.push_back(Digit{"r", s.m / (4 * groups), false, 4});
+    d_rows.push_back(Digit{"q", groups, true, s.m});
+    d_rows.push_back(Digit{"e", 4, false, 1});
+  }
+  Digit d_col{"l", s.n, true, 1};
+  auto axis = [](int64_t extent, std::vector<Digit> outer, const std::vector<Digit>& inner) {
+    std::vector<Digit> digits;
+    for (auto& d : outer)
+      if (d.extent > 1) digits.push_back(d);
+    digits.insert(digits.end(), inner.begin(), inner.end());
+    return Axis{extent, digits};
+  };
+  Digit dwm{"wm", wm, true, s.wave * wn}, dmi{"mi", mi, false, ni * regs};
+  Digit dwn{"wn", wn, true, s.wave}, dni{"ni", ni, false, regs};
+  if (transposed)
+    p.axes_ = {axis(m, {dwm, dmi}, {d_col}), axis(n, {dwn, dni}, d_rows)};
+  else
+    p.axes_ = {axis(m, {dwm, dmi}, d_rows), axis(n, {dwn, dni}, {d_col})};
+  return p;
+}
+
 TilePartition TilePartition::replicated_axis(int keep, Kind kind, const std::vector<int64_t>& shape) const {
   TilePartition p = *this;
   p.kind_ = kind;

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "ir/expr.h"
+#include "layout/mma_layouts.h"
 
 namespace tl {
 
@@ -72,6 +73,18 @@ class TilePartition {
   // so one instruction's accumulators (a 64 x n piece) are consecutive slots in the
   // instruction's register order.
   static TilePartition wgmma_accumulator(int64_t m, int64_t n, int64_t warpgroups_m, int64_t warpgroups_n);
+  // The accumulator of AMD's matrix instructions (amd::gemm_c_fragment, layout/mma_layouts.h)
+  // for an M x N tile on a warps_m x warps_n grid of wavefronts (wave = s.wave lanes),
+  // wavefront (wm, wn) = wm * warps_n + wn, R = s.acc_per_lane() registers per S x S tile.
+  // The instruction's D rows are, for MFMA with G = 64 / S 4-row groups side by side in the
+  // lanes, [S / (4 G) local x 4] [G thread x S] [4 local x 1] (32x32: [4 local][2 thread x 32]
+  // [4 local]; 16x16: [4 thread x 16][4 local]), for WMMA [8 local x 1] [2 thread x 16]; its
+  // columns [S thread x 1]. transposed (C = (B^T A^T)^T, MFMA's choice):
+  //   rows: [wm thread x wave wn] [M / (S wm) local x NI R] [S thread x 1]
+  //   cols: [wn thread x wave] [NI = N / (S wn) local x R] [the instruction's D rows]
+  // otherwise the rows take the instruction's D rows and the columns its S lanes.
+  static TilePartition amd_accumulator(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n,
+                                       const amd::MatrixCoreShape& s, bool transposed);
   // The partition of a reduction's result over `shape` (its own shape): one axis of this
   // 2-D layout, the other's threads turned into replicas.
   TilePartition row_replicated(const std::vector<int64_t>& shape) const;

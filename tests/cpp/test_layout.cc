@@ -666,5 +666,173 @@ TEST(Mma, BlockAccumulator) {
   expect_layout_error([] { mma::gemm_c_fragment(48, 60, 1, 1); });
 }
 
+// ---------------------------------------------------------------- AMD MFMA / WMMA
+
+// The register layouts as AMD documents them, written out independently of mma_layouts.cc
+// in the form of AMD's Matrix Instruction Calculator (ROCm/amd_matrix_instruction_calculator,
+// classes InstCalcGfx9 / InstCalcGfx11, one block, no CBSZ/ABID/BLGP/OPSEL modifiers) and the
+// CDNA 2 / CDNA 3 ISA guides' "dependent registers" tables:
+//  gfx9 inputs: E = K / (64 / M) elements share a lane's contiguous registers; element
+//    (i, k) of A (or (j, k) of B) is item k % E of lane floor(k / E) * M + i.
+//  gfx9 32-bit outputs: rows come in 4-row "multi-rows" N lanes wide; 64 / N of them sit
+//    side by side in a register, then the next 4 registers continue:
+//    register floor(i / (4 * (64 / N))) * 4 + i % 4, lane (floor(i / 4) % (64 / N)) * N + j.
+//  gfx11 (wave32) inputs: element (i, k) is item k of lanes i and i + 16.
+//  gfx11 32-bit outputs: register floor(i / 2), lane (16 * i + j) % 32.
+struct AmdDoc {
+  const char* name;
+  amd::MatrixCoreShape shape;
+};
+
+std::pair<int64_t, int64_t> doc_gfx9_input(const amd::MatrixCoreShape& s, int64_t outer, int64_t k) {
+  int64_t per_lane = s.k / (64 / s.m);
+  return {(k / per_lane) * s.m + outer, k % per_lane};
+}
+std::pair<int64_t, int64_t> doc_gfx9_output(const amd::MatrixCoreShape& s, int64_t i, int64_t j) {
+  int64_t multirows = 64 / s.n;
+  return {((i / 4) % multirows) * s.n + j, (i / (4 * multirows)) * 4 + i % 4};
+}
+std::pair<int64_t, int64_t> doc_gfx11_output(int64_t i, int64_t j) { return {(16 * i + j) % 32, i / 2}; }
+
+const std::vector<AmdDoc>& mfma_instructions() {
+  static const std::vector<AmdDoc> v = {
+      {"v_mfma_f32_32x32x8f16 / 32x32x8bf16_1k / i32_32x32x8i8", {32, 32, 8, 64, false}},
+      {"v_mfma_f32_16x16x16f16 / 16x16x16bf16_1k / i32_16x16x16i8", {16, 16, 16, 64, false}},
+      {"v_mfma_i32_32x32x16_i8 (gfx94x)", {32, 32, 16, 64, false}},
+      {"v_mfma_i32_16x16x32_i8 (gfx94x)", {16, 16, 32, 64, false}},
+  };
+  return v;
+}
+
+TEST(Amd, MfmaFragmentsFollowTheIsa) {
+  for (const AmdDoc& doc : mfma_instructions()) {
+    SCOPED_TRACE(doc.name);
+    const amd::MatrixCoreShape& s = doc.shape;
+    Fragment a = amd::a_fragment(s), b = amd::b_fragment(s), c = amd::c_fragment(s);
+    for (const Fragment* f : {&a, &b, &c}) {
+      EXPECT_EQ(f->thread_count(), 64);
+      expect_fragment_bijective(*f);
+    }
+    EXPECT_EQ(a.local_size(), s.m * s.k / 64);
+    EXPECT_EQ(c.local_size(), s.m * s.n / 64);
+    Layout a_regs = amd::a_registers(s), b_regs = amd::b_registers(s);
+    for_each_index({s.m, s.k}, [&](const Index& x) {
+      auto [lane, item] = doc_gfx9_input(s, x[0], x[1]);
+      EXPECT_EQ(a.evaluate_thread(x, 0), lane) << "A[" << x[0] << "][" << x[1] << "]";
+      EXPECT_EQ(a.evaluate_index(x), item) << "A[" << x[0] << "][" << x[1] << "]";
+      EXPECT_EQ(a_regs.evaluate({lane, item}), x);
+      // B[k][j] is laid out as A[j][k].
+      EXPECT_EQ(b.evaluate_thread({x[1], x[0]}, 0), lane);
+      EXPECT_EQ(b.evaluate_index({x[1], x[0]}), item);
+      EXPECT_EQ(b_regs.evaluate({lane, item}), (Index{x[1], x[0]}));
+    });
+    for_each_index({s.m, s.n}, [&](const Index& x) {
+      auto [lane, reg] = doc_gfx9_output(s, x[0], x[1]);
+      EXPECT_EQ(c.evaluate_thread(x, 0), lane) << "D[" << x[0] << "][" << x[1] << "]";
+      EXPECT_EQ(c.evaluate_index(x), reg) << "D[" << x[0] << "][" << x[1] << "]";
+    });
+  }
+  // Spot checks against the calculator's tables: v_mfma_f32_16x16x16f16's A[0][4] is
+  // v0{16}.[15:0] (item 0 of lane 16) and A[0][2] is v1{0}.[15:0] (item 2 of lane 0);
+  // v_mfma_f32_32x32x8f16's D[4][0] is register 0 of lane 32 and D[8][3] register 4 of lane 3.
+  amd::MatrixCoreShape s16{16, 16, 16, 64, false}, s32{32, 32, 8, 64, false};
+  EXPECT_EQ(amd::a_fragment(s16).evaluate_thread({0, 4}, 0), 16);
+  EXPECT_EQ(amd::a_fragment(s16).evaluate_index({0, 4}), 0);
+  EXPECT_EQ(amd::a_fragment(s16).evaluate_index({0, 2}), 2);
+  EXPECT_EQ(amd::c_fragment(s32).evaluate_thread({4, 0}, 0), 32);
+  EXPECT_EQ(amd::c_fragment(s32).evaluate_index({4, 0}), 0);
+  EXPECT_EQ(amd::c_fragment(s32).evaluate_thread({8, 3}, 0), 3);
+  EXPECT_EQ(amd::c_fragment(s32).evaluate_index({8, 3}), 4);
+  EXPECT_EQ(amd::c_fragment(s16).evaluate_thread({5, 7}, 0), 23);  // 16 * (5 / 4) + 7
+  EXPECT_EQ(amd::c_fragment(s16).evaluate_index({5, 7}), 1);
+}
+
+TEST(Amd, WmmaFragmentsFollowTheIsa) {
+  amd::MatrixCoreShape s{16, 16, 16, 32, true};
+  Fragment a = amd::a_fragment(s), b = amd::b_fragment(s), c = amd::c_fragment(s);
+  for (const Fragment* f : {&a, &b, &c}) {
+    EXPECT_EQ(f->thread_count(), 32);
+    expect_fragment_bijective(*f);
+  }
+  EXPECT_EQ(a.replicate_extent(), 2);
+  EXPECT_EQ(a.local_size(), 16);
+  EXPECT_EQ(c.local_size(), 8);
+  Layout a_regs = amd::a_registers(s), b_regs = amd::b_registers(s);
+  for_each_index({16, 16}, [&](const Index& x) {
+    // A[i][k] / B[k][j]: item k of lanes i and i + 16 (copies 0 and 1).
+    for (int64_t r = 0; r < 2; ++r) {
+      EXPECT_EQ(a.evaluate_thread(x, r), x[0] + 16 * r);
+      EXPECT_EQ(b.evaluate_thread({x[1], x[0]}, r), x[0] + 16 * r);
+      EXPECT_EQ(a_regs.evaluate({x[0] + 16 * r, x[1]}), x);
+      EXPECT_EQ(b_regs.evaluate({x[0] + 16 * r, x[1]}), (Index{x[1], x[0]}));
+    }
+    EXPECT_EQ(a.evaluate_index(x), x[1]);
+    EXPECT_EQ(b.evaluate_index({x[1], x[0]}), x[1]);
+    auto [lane, reg] = doc_gfx11_output(x[0], x[1]);
+    EXPECT_EQ(c.evaluate_thread(x, 0), lane) << "D[" << x[0] << "][" << x[1] << "]";
+    EXPECT_EQ(c.evaluate_index(x), reg) << "D[" << x[0] << "][" << x[1] << "]";
+  });
+}
+
+TEST(Amd, BlockAccumulatorAndTheTransposedProduct) {
+  for (const AmdDoc& doc : mfma_instructions()) {
+    const amd::MatrixCoreShape& s = doc.shape;
+    for (bool transposed : {false, true}) {
+      SCOPED_TRACE(std::string(doc.name) + (transposed ? " transposed" : ""));
+      int64_t bm = 4 * s.m, bn = 2 * s.n;  // 2 x 2 wavefronts of 2 x 1 tiles
+      Fragment f = amd::gemm_c_fragment(bm, bn, 2, 2, s, transposed);
+      EXPECT_EQ(f.thread_count(), 256);
+      expect_fragment_bijective(f);
+      for_each_index({bm, bn}, [&](const Index& x) {
+        int64_t wave = (x[0] / (bm / 2)) * 2 + x[1] / (bn / 2);
+        int64_t tile = (x[0] % (bm / 2)) / s.m;  // one tile along N per wavefront
+        int64_t i = x[0] % s.m, j = x[1] % s.n;
+        // transposed: the instruction computes D' = B^T A^T, so C[i][j] is D'[j][i].
+        auto [lane, reg] = transposed ? doc_gfx9_output(s, j, i) : doc_gfx9_output(s, i, j);
+        EXPECT_EQ(f.evaluate_thread(x, 0), wave * 64 + lane);
+        EXPECT_EQ(f.evaluate_index(x), tile * s.acc_per_lane() + reg);
+      });
+    }
+  }
+  expect_layout_error([] { amd::gemm_c_fragment(64, 64, 3, 1, amd::MatrixCoreShape{}, true); });
+  // Transposed, a lane holds 4 consecutive columns of one row (vector stores, and row
+  // reductions over few lanes).
+  Fragment t = amd::gemm_c_fragment(32, 32, 1, 1, amd::MatrixCoreShape{}, true);
+  for (int64_t col = 0; col < 4; ++col) {
+    EXPECT_EQ(t.evaluate_thread({5, col}, 0), 5);
+    EXPECT_EQ(t.evaluate_index({5, col}), col);
+  }
+}
+
+TEST(Amd, AccumulatorFeedsTheNextProductsA) {
+  // Attention's P V: P (M x K) is the transposed accumulator of the previous product on
+  // wavefronts along M; each K step's B input (P enters the transposed product as its B
+  // input) must be the kpl consecutive slots chained_a_slot names, in the documented order.
+  for (const amd::MatrixCoreShape& s : {amd::MatrixCoreShape{32, 32, 8, 64, false},
+                                        amd::MatrixCoreShape{16, 16, 16, 64, false}}) {
+    SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
+    int64_t waves = 2, m = 2 * s.m * waves, k = 2 * s.n;
+    Fragment p = amd::gemm_c_fragment(m, k, waves, 1, s, true);
+    Layout inv = p.inverse();  // (thread, slot) -> (row, col, copy)
+    int64_t kpl = s.inputs_per_lane();
+    for (int64_t w = 0; w < waves; ++w)
+      for (int64_t mi = 0; mi < m / (s.m * waves); ++mi)
+        for (int64_t kk = 0; kk < k / s.k; ++kk) {
+          int64_t slot = evaluate_index(amd::chained_a_slot(s, make_int(mi), make_int(kk), k), {});
+          for (int64_t lane = 0; lane < 64; ++lane)
+            for (int64_t e = 0; e < kpl; ++e) {
+              // The instruction's B input: item e of lane holds B'[k'][j'] = P[row j'][col k'].
+              auto [lane_doc, item_doc] = std::pair<int64_t, int64_t>{lane, e};
+              int64_t j = lane % s.m, kin = (lane / s.m) * kpl + e;  // doc_gfx9_input inverted
+              EXPECT_EQ(doc_gfx9_input(s, j, kin), std::make_pair(lane_doc, item_doc));
+              Index held = inv.evaluate({w * 64 + lane, slot + e});
+              EXPECT_EQ(held[0], w * (m / waves) + mi * s.m + j);
+              EXPECT_EQ(held[1], kk * s.k + kin);
+            }
+        }
+  }
+}
+
 }  // namespace
 }  // namespace tl
+

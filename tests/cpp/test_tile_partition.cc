@@ -87,10 +87,34 @@ TEST(TilePartition, MmaAccumulatorMatchesTheBlockFragment) {
   }
 }
 
+TEST(TilePartition, AmdAccumulatorMatchesTheBlockFragment) {
+  std::vector<amd::MatrixCoreShape> shapes = {{32, 32, 8, 64, false}, {16, 16, 16, 64, false},
+                                              {32, 32, 16, 64, false}, {16, 16, 16, 32, true}};
+  for (const amd::MatrixCoreShape& s : shapes)
+    for (bool transposed : {false, true})
+      for (auto [m, n, wm, wn] : std::vector<std::array<int64_t, 4>>{{64, 64, 2, 2}, {128, 64, 2, 1}, {64, 128, 1, 2},
+                                                                     {128, 128, 2, 2}, {32, 32, 1, 1}}) {
+        if (m % (s.m * wm) || n % (s.n * wn)) continue;
+        TilePartition p = TilePartition::amd_accumulator(m, n, wm, wn, s, transposed);
+        Fragment f = amd::gemm_c_fragment(m, n, wm, wn, s, transposed);
+        SCOPED_TRACE(p.str());
+        expect_well_formed(p);
+        EXPECT_EQ(p.threads(), f.thread_count());
+        EXPECT_EQ(p.local_size(), f.local_size());
+        for_each_index({m, n}, [&](const Index& x) {
+          EXPECT_EQ(p.thread_of(x, 0), f.evaluate_thread(x, 0));
+          EXPECT_EQ(slot_of(p, x), f.evaluate_index(x));
+        });
+      }
+}
+
 TEST(TilePartition, ReplicatedResultsOfReductions) {
   for (const TilePartition& p : {TilePartition::grid({16, 64}, 128, 4), TilePartition::grid({6, 40}, 64, 4),
                                  TilePartition::mma_accumulator(64, 64, 2, 2),
-                                 TilePartition::mma_accumulator(128, 32, 4, 1)}) {
+                                 TilePartition::mma_accumulator(128, 32, 4, 1),
+                                 TilePartition::amd_accumulator(64, 64, 2, 2, amd::MatrixCoreShape{}, true),
+                                 TilePartition::amd_accumulator(64, 64, 2, 2, amd::MatrixCoreShape{16, 16, 16, 64, false}, true),
+                                 TilePartition::amd_accumulator(64, 32, 2, 1, amd::MatrixCoreShape{16, 16, 16, 32, true}, false)}) {
     TilePartition rows = p.row_replicated({p.shape()[0]});
     TilePartition cols = p.col_replicated({p.shape()[1]});
     expect_well_formed(rows);
@@ -107,6 +131,9 @@ TEST(TilePartition, ReplicatedResultsOfReductions) {
   // FullRow accumulators of two products share their row results (attention's rescale).
   EXPECT_EQ(TilePartition::mma_accumulator(128, 64, 4, 1).row_replicated({128}),
             TilePartition::mma_accumulator(128, 128, 4, 1).row_replicated({128}));
+  amd::MatrixCoreShape mfma{};
+  EXPECT_EQ(TilePartition::amd_accumulator(128, 64, 2, 1, mfma, true).row_replicated({128}),
+            TilePartition::amd_accumulator(128, 128, 2, 1, mfma, true).row_replicated({128}));
   expect_well_formed(TilePartition::broadcast({5, 3}, 64));
 }
 
