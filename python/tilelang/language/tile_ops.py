@@ -155,11 +155,40 @@ def _dim(dim, rank, what, buf):
     return dim + rank if dim < 0 else dim
 
 
+_SHARED = ("shared", "shared.dyn")
+
+
+def _staging_fragment(region, suffix):
+    """A fragment with region's extents and dtype, for a reduction through shared memory."""
+    from .alloc import _alloc
+    buf = Buffer(_alloc([e for _, e in region.ranges], region.buffer.dtype, "local.fragment",
+                        f"{region.buffer.name}_{suffix}").handle)
+    return full_region(buf)
+
+
 def _reduce(kind, buffer, out, dim, clear):
     src = _as_region(buffer, None, f"T.reduce_{kind}", "source")
     dst = _as_region(out, None, f"T.reduce_{kind}", "destination")
     d = _dim(dim, len(src.ranges), f"T.reduce_{kind}", src)
-    _emit("reduce", [src, dst], (), {"type": kind, "dim": int(d), "clear": int(bool(clear))})
+    attrs = {"type": kind, "dim": int(d), "clear": int(bool(clear))}
+    # As upstream's T.reduce_*: a shared-memory source is copied into a fragment first, and
+    # a shared-memory destination receives the result through a fragment (holding its
+    # current values first when clear=False). Every target then reduces fragment to fragment.
+    src_shared, dst_shared = src.buffer.scope in _SHARED, dst.buffer.scope in _SHARED
+    if src_shared and dst.buffer.scope not in _SHARED + ("local.fragment",):
+        src_shared = False  # shared into a per-thread array or global tensor: as written
+    if src_shared:
+        staged = _staging_fragment(src, "frag")
+        _emit("copy", [src, staged])
+        src = staged
+    if not dst_shared:
+        _emit("reduce", [src, dst], (), attrs)
+        return
+    result = _staging_fragment(dst, "frag")
+    if not clear:
+        _emit("copy", [dst, result])
+    _emit("reduce", [src, result], (), attrs)
+    _emit("copy", [result, dst])
 
 
 def reduce_max(buffer, out, dim=-1, clear=True):

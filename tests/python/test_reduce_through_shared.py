@@ -1,0 +1,95 @@
+"""T.reduce_* with a shared-memory source or destination, as upstream writes them (e.g. the
+tilelang-puzzles conv solution reduces a fragment into a T.alloc_shared row inside a serial
+loop): the source is staged into a fragment, the result reaches shared memory through one.
+Numerics on every target; the CUDA lowering without a GPU."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import _C
+
+RNG = np.random.default_rng(5)
+ROWS, COLS, STEPS = 16, 32, 3
+
+
+def fragment_into_shared(clear=True):
+    # Each step reduces a (ROWS, COLS) fragment into a shared row vector and stores it.
+    @T.prim_func
+    def main(A: T.Tensor((STEPS, ROWS, COLS), "float32"), B: T.Tensor((STEPS, ROWS), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tile = T.alloc_fragment((ROWS, COLS), "float32")
+            row = T.alloc_shared((ROWS,), "float32")
+            T.fill(row, 1.0)
+            for s in T.Serial(STEPS):
+                T.copy(A[s, 0, 0], tile)
+                T.reduce_sum(tile, row, dim=-1, clear=clear)
+                T.copy(row, B[s, 0])
+    return main
+
+
+def shared_into_fragment():
+    @T.prim_func
+    def main(A: T.Tensor((ROWS, COLS), "float32"), B: T.Tensor((ROWS,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((ROWS, COLS), "float32")
+            m = T.alloc_fragment((ROWS,), "float32")
+            T.copy(A, S)
+            T.reduce_max(S, m, dim=1)
+            T.copy(m, B)
+    return main
+
+
+def shared_into_shared():
+    @T.prim_func
+    def main(A: T.Tensor((ROWS, COLS), "float32"), B: T.Tensor((ROWS,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((ROWS, COLS), "float32")
+            r = T.alloc_shared((ROWS,), "float32")
+            T.copy(A, S)
+            T.reduce_absmax(S, r, dim=1)
+            T.copy(r, B)
+    return main
+
+
+@pytest.mark.parametrize("clear", [True, False])
+def test_fragment_reduced_into_shared(target, clear):
+    k = tilelang.compile(fragment_into_shared(clear), target=target)
+    a = RNG.standard_normal((STEPS, ROWS, COLS)).astype("float32")
+    b = np.zeros((STEPS, ROWS), "float32")
+    k(a, b)
+    sums = a.sum(axis=2)
+    expected = sums if clear else 1.0 + np.cumsum(sums, axis=0)
+    np.testing.assert_allclose(b, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_shared_reduced_into_fragment(target):
+    k = tilelang.compile(shared_into_fragment(), target=target)
+    a = RNG.standard_normal((ROWS, COLS)).astype("float32")
+    b = np.zeros(ROWS, "float32")
+    k(a, b)
+    np.testing.assert_array_equal(b, a.max(axis=1))
+
+
+def test_shared_reduced_into_shared(target):
+    k = tilelang.compile(shared_into_shared(), target=target)
+    a = RNG.standard_normal((ROWS, COLS)).astype("float32")
+    b = np.zeros(ROWS, "float32")
+    k(a, b)
+    np.testing.assert_array_equal(b, np.abs(a).max(axis=1))
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("make", [lambda: fragment_into_shared(True), lambda: fragment_into_shared(False),
+                                  shared_into_fragment, shared_into_shared],
+                         ids=["frag-shared", "frag-shared-accumulate", "shared-frag", "shared-shared"])
+def test_cuda_lowering_accepts_shared_operands(make, arch):
+    target = f"cuda -arch={arch}"
+    source = _C.codegen(_C.lower(make().handle, target), target)
+    assert "__global__" in source
+
+
+def test_the_staging_fragments_are_in_the_ir():
+    script = fragment_into_shared(False).script()
+    assert 'row_frag = T.alloc_fragment((16,), "float32")' in script, script
+    assert "T.copy(row, row_frag)" in script and "T.copy(row_frag, row)" in script, script
