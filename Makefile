@@ -11,13 +11,15 @@ STAMP  := $(VENV)/.deps-stamp
 all: build
 
 # Debian packages the build and the tests need (installed only when missing): the compiler
-# and GoogleTest, and Mesa's lavapipe (Vulkan on the CPU) for the webgpu target.
+# and GoogleTest, Mesa's lavapipe (Vulkan on the CPU) for the webgpu target, and hipcc
+# (ROCm's compiler driver) to compile the hip target's kernels for AMD architectures.
 system-deps:
 	@missing=""; \
 	command -v c++ >/dev/null || missing="$$missing g++"; \
 	command -v cmake >/dev/null || missing="$$missing cmake"; \
 	[ -f /usr/include/gtest/gtest.h ] || missing="$$missing libgtest-dev"; \
 	ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || missing="$$missing mesa-vulkan-drivers libvulkan1"; \
+	command -v hipcc >/dev/null || missing="$$missing hipcc"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

@@ -309,6 +309,8 @@ GemmInstruction choose_mma_sync(const TileOpNode& op, const Target& target, int6
 
 GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& target, int64_t threads, bool full_row,
                                         bool allow_wgmma) {
+  // AMD: the matrix cores, or SIMT with the reason (a slower path: the hardware has them).
+  if (target.kind == "hip") return choose_matrix_core(op, target, threads, full_row, allow_wgmma);
   std::string not_wgmma = "not wgmma: another T.gemm sharing fragments with it cannot use wgmma";
   if (allow_wgmma) {
     GemmInstruction w = choose_wgmma(op, target, threads, full_row);
@@ -324,8 +326,6 @@ GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& targ
   GemmInstruction ins = choose_mma_sync(op, target, threads, full_row);
   // Only where wgmma exists is mma.sync (or SIMT) a slower path than the program could have.
   if (target.kind == "cuda" && target.arch_number() >= 90) ins.why_not_faster = not_wgmma;
-  if (target.kind == "hip")
-    ins.why_not_faster = "the matrix cores (MFMA on CDNA, WMMA on RDNA) are not used on target hip yet";
   return ins;
 }
 
@@ -430,6 +430,9 @@ Stmt lower_gemm_threads(const TileOpNode& op, ThreadContext& ctx) {
     return lower_gemm_mma(op, chosen->second, ctx);
   if (chosen != ctx.layouts.gemms.end() && chosen->second.kind == GemmInstruction::Kind::Wgmma)
     return lower_gemm_wgmma(op, chosen->second, ctx);
+  if (chosen != ctx.layouts.gemms.end() && (chosen->second.kind == GemmInstruction::Kind::Mfma ||
+                                            chosen->second.kind == GemmInstruction::Kind::Wmma))
+    return lower_gemm_matrix_core(op, chosen->second, ctx);
   GemmShape g = gemm_shape(op);
   const BufferRegion &ra = op.regions[0], &rb = op.regions[1], &rc = op.regions[2];
   Span sp = op.span;

@@ -43,6 +43,19 @@ GemmInstruction choose_wgmma(const TileOpNode& op, const Target& target, int64_t
 // The wgmma lowering (op/gemm_wgmma.cc).
 Stmt lower_gemm_wgmma(const TileOpNode& op, const GemmInstruction& ins, ThreadContext& ctx);
 
+// AMD's matrix cores on target hip (op/gemm_mfma.cc): MFMA on CDNA (gfx90a, gfx94x, gfx950),
+// WMMA on RDNA 3 (gfx1100), for float16/bfloat16 inputs into float32 and int8 into int32,
+// with B a whole shared tile, A a whole shared tile or (MFMA, 16-bit) a 2-D fragment, C a
+// 2-D fragment, the block whole wavefronts and the tile split into instruction tiles over
+// them by T.gemm's policy. 32 x 32 instructions where the wavefront tiles allow them (and
+// `wide`), else 16 x 16. Otherwise kind stays Simt, with the reason in why_simt and, since
+// the hardware has matrix cores, in why_not_faster.
+GemmInstruction choose_matrix_core(const TileOpNode& op, const Target& target, int64_t threads, bool full_row,
+                                   bool wide = true);
+// The MFMA / WMMA lowering, and what the lowering report says about it.
+Stmt lower_gemm_matrix_core(const TileOpNode& op, const GemmInstruction& ins, ThreadContext& ctx);
+std::string describe_matrix_core(const TileOpNode& op, const GemmInstruction& ins);
+
 // mma.sync m16n8k16 (fp16/bf16 inputs, fp32 accumulator) on sm_80 and newer when B is a
 // whole shared tile, A a whole shared tile or a 2-D fragment (not transposed), C a 2-D
 // fragment, and M, N, K split into 16 x 16 x 16 pieces over the block's warps; the warp
@@ -50,7 +63,8 @@ Stmt lower_gemm_wgmma(const TileOpNode& op, const GemmInstruction& ins, ThreadCo
 // along M; FullCol: along N). A register A operand, or full_row, forces FullRow. SIMT
 // otherwise, with the reason in why_simt.
 // wgmma is tried first (choose_wgmma) unless allow_wgmma is false; why it was not taken
-// lands in why_not_faster on targets that have it.
+// lands in why_not_faster on targets that have it. On target hip: choose_matrix_core, where
+// allow_wgmma = false asks for the narrower (16 x 16) instructions.
 GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& target, int64_t threads,
                                         bool full_row = false, bool allow_wgmma = true);
 

@@ -20,12 +20,18 @@ using LayoutMap = std::unordered_map<const BufferNode*, TilePartition>;
 // inputs, 32 for 8-bit ones) on a warps_m x warps_n grid of warps (each warp owns a
 // contiguous sub-tile of C); or wgmma m64nNk on a warps_m x warps_n grid of warpgroups
 // (each warpgroup owns a contiguous sub-tile of C, issued as m64 x inst_n instructions).
+// On target hip: MFMA (CDNA) or WMMA (RDNA 3) on a warps_m x warps_n grid of wavefronts,
+// each owning a contiguous sub-tile of C as amd.m x amd.n instruction tiles.
 struct GemmInstruction {
-  enum class Kind { Simt, MmaSync, Wgmma };
+  enum class Kind { Simt, MmaSync, Wgmma, Mfma, Wmma };
   Kind kind = Kind::Simt;
-  int64_t warps_m = 1, warps_n = 1;  // warps (mma.sync) or warpgroups (wgmma)
+  int64_t warps_m = 1, warps_n = 1;  // warps (mma.sync), warpgroups (wgmma) or wavefronts (MFMA/WMMA)
   int64_t k = 16;       // the instruction's depth
   int64_t inst_n = 0;   // wgmma: the N of one instruction
+  // MFMA / WMMA: the instruction's shape, its ISA mnemonic ("v_mfma_f32_32x32x8f16") and the
+  // device header's function issuing it (tl::mfma_f32_32x32x8f16 in tl/hip/tl_hip.h).
+  amd::MatrixCoreShape amd;
+  std::string mnemonic, header_fn;
   std::string why_simt;  // what kept it off the tensor cores (for reports)
   // What kept it off a faster instruction it could otherwise have had (wgmma on sm_90a),
   // empty when it got the fastest one; reported and warned about.

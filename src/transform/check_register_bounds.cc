@@ -52,6 +52,15 @@ class CheckRegisterBounds : public IRVisitor {
       span_of(1, 16);
       span_of(2, 8);
     }
+    if (n->op == "matrix_core" && n->args.size() == 6) {
+      // matrix_core(c, a, b, function, accumulators, inputs per lane): MFMA / WMMA.
+      const int64_t *acc = const_int(n->args[4]), *inputs = const_int(n->args[5]);
+      if (acc && inputs) {
+        if (auto* c = as<BufferLoadNode>(n->args[0])) check(c->buffer, c->indices, *acc, n->span);
+        for (size_t i : {size_t(1), size_t(2)})
+          if (auto* l = as<BufferLoadNode>(n->args[i])) check(l->buffer, l->indices, *inputs, n->span);
+      }
+    }
     IRVisitor::visit_call(n);
   }
 

@@ -1,5 +1,6 @@
 #include "transform/layout_inference.h"
 
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -177,10 +178,13 @@ class LayoutInference : public IRVisitor {
   void gemm_demands(const TileOpNode* n) {
     const GemmInstruction& ins = gemms_.at(n);
     bool wgmma = ins.kind == GemmInstruction::Kind::Wgmma;
-    if (ins.kind != GemmInstruction::Kind::MmaSync && !wgmma) return;
+    bool amd = ins.kind == GemmInstruction::Kind::Mfma || ins.kind == GemmInstruction::Kind::Wmma;
+    if (ins.kind != GemmInstruction::Kind::MmaSync && !wgmma && !amd) return;
     const Buffer& C = n->regions[2].buffer;
     auto shape = constant_shape(C, n->span);
     auto accumulator = [&](int64_t m, int64_t cols, int64_t wn) {
+      // MFMA computes the transposed product (op/gemm_mfma.cc), WMMA the product as written.
+      if (amd) return TilePartition::amd_accumulator(m, cols, ins.warps_m, wn, ins.amd, !ins.amd.wmma);
       return wgmma ? TilePartition::wgmma_accumulator(m, cols, ins.warps_m, wn)
                    : TilePartition::mma_accumulator(m, cols, ins.warps_m, wn);
     };
@@ -206,10 +210,11 @@ class LayoutInference : public IRVisitor {
   }
 
   // Chooses every T.gemm's instruction. A fragment feeding a gemm's A operand must hold
-  // whole rows per warp (warpgroup), and so must every accumulator it is copied from: those
-  // gemms run with all warps along M, and all on one instruction family, whose layouts
-  // agree. When they cannot all have wgmma they all take mma.sync; when any of them cannot
-  // use the tensor cores, all gemms of the kernel take the SIMT path.
+  // whole rows per warp (warpgroup, wavefront), and so must every accumulator it is copied
+  // from: those gemms run with all warps along M, and all on one instruction family and
+  // shape, whose layouts agree. When they cannot all have wgmma they all take mma.sync (on
+  // hip: when they differ in MFMA shape they all take 16 x 16); when any of them cannot use
+  // the tensor cores, all gemms of the kernel take the SIMT path.
   void choose_instructions() {
     std::unordered_set<const BufferNode*> row_owned;
     for (auto* g : gemm_ops_)
@@ -224,22 +229,20 @@ class LayoutInference : public IRVisitor {
              g->regions[1].buffer->is_fragment();
     };
     for (bool allow_wgmma : {true, false}) {
-      bool all_wgmma = true, all_tensor_cores = true;
+      bool all_tensor_cores = true;
+      std::set<std::pair<int, int64_t>> families;  // (kind, MFMA/WMMA shape) of the sharing gemms
       for (auto* g : gemm_ops_) {
         bool full_row = row_owned.count(g->regions[2].buffer.get()) > 0;
         GemmInstruction ins = choose_gemm_instruction(*g, target_, regions_.gemm_threads.at(g), full_row, allow_wgmma);
         if (shares(g)) {
-          all_wgmma = all_wgmma && ins.kind == GemmInstruction::Kind::Wgmma;
+          families.insert({int(ins.kind), ins.amd.m});
           all_tensor_cores = all_tensor_cores && ins.kind != GemmInstruction::Kind::Simt;
         }
         gemms_[g] = ins;
       }
       if (!all_tensor_cores) break;
-      if (all_wgmma || !allow_wgmma) return;
-      // Sharing gemms on two families: try them all on mma.sync.
-      bool any_shared_wgmma = false;
-      for (auto* g : gemm_ops_) any_shared_wgmma = any_shared_wgmma || (shares(g) && gemms_[g].kind == GemmInstruction::Kind::Wgmma);
-      if (!any_shared_wgmma) return;
+      // Sharing gemms on two families (shapes): try them all on mma.sync (16 x 16).
+      if (families.size() <= 1 || !allow_wgmma) return;
     }
     for (auto& [g, ins] : gemms_) {
       if (ins.kind == GemmInstruction::Kind::Simt) continue;

@@ -12,6 +12,7 @@
 #include "op/op.h"
 #include "op/region.h"
 #include "op/thread_context.h"
+#include "op/gemm.h"
 #include "transform/apply_swizzles.h"
 #include "transform/layout_inference.h"
 #include "transform/pass.h"
@@ -258,6 +259,8 @@ class ThreadLowering : public IRMutator {
         line += "wgmma m64n" + std::to_string(ins.inst_n) + "k" + std::to_string(ins.k) + ", " +
                 std::to_string(ins.warps_m) + " x " + std::to_string(ins.warps_n) + " warpgroups; A from " +
                 (A->is_fragment() ? "registers" : "shared memory (descriptor)") + swizzles();
+      } else if (ins.kind == GemmInstruction::Kind::Mfma || ins.kind == GemmInstruction::Kind::Wmma) {
+        line += describe_matrix_core(*op, ins) + swizzles();
       } else if (ins.kind == GemmInstruction::Kind::MmaSync) {
         line += "mma.sync m16n8k" + std::to_string(ins.k) + ", " + std::to_string(ins.warps_m) + " x " + std::to_string(ins.warps_n) +
                 " warps; A from " + (A->is_fragment() ? "registers" : "shared memory (ldmatrix)") + swizzles();

@@ -133,4 +133,80 @@ TL_DEVICE void cp_async_commit() {}
 template <int kPending>
 TL_DEVICE void cp_async_wait() {}
 
+// ------------------------------------------------------------------ matrix cores
+
+// T.gemm's MFMA (CDNA) and WMMA (RDNA 3) instructions through the compiler's builtins:
+// tl::<name>(c, a, b) runs one instruction on the accumulators starting at c and the A and
+// B inputs starting at a and b, each lane's values in the register order AMD documents
+// (layout/mma_layouts.h says which element each is). The builtins take vectors; the values
+// travel through __builtin_memcpy, which clang turns into register moves (HIP's own device
+// memcpy copies byte by byte, which kept the accumulators in scratch). Templates, so
+// that an architecture's compile never instantiates another's builtins.
+namespace detail {
+// GCC-style vectors (vector_size), which clang's builtins take and which any C++ compiler
+// with _Float16 reads (the tests' host emulation of these instructions compiles this header
+// with g++).
+typedef _Float16 mc_f16x4 __attribute__((vector_size(8)));
+typedef _Float16 mc_f16x16 __attribute__((vector_size(32)));
+typedef short mc_i16x4 __attribute__((vector_size(8)));
+typedef short mc_i16x16 __attribute__((vector_size(32)));
+typedef float mc_f32x4 __attribute__((vector_size(16)));
+typedef float mc_f32x8 __attribute__((vector_size(32)));
+typedef float mc_f32x16 __attribute__((vector_size(64)));
+typedef int mc_i32x4 __attribute__((vector_size(16)));
+typedef int mc_i32x8 __attribute__((vector_size(32)));
+typedef int mc_i32x16 __attribute__((vector_size(64)));
+
+template <typename V, typename T>
+TL_DEVICE V load_vec(const T* p) {
+  V v;
+  __builtin_memcpy(&v, p, sizeof(V));
+  return v;
+}
+template <typename V, typename T>
+TL_DEVICE void store_vec(T* p, const V& v) {
+  __builtin_memcpy(p, &v, sizeof(V));
+}
+}  // namespace detail
+
+// MFMA: D = A B + C over a wavefront of 64 lanes (cbsz, abid, blgp 0).
+#define TL_MFMA(name, Acc, AccVec, In, InVec)                                                  \
+  template <int = 0>                                                                           \
+  TL_DEVICE void name(Acc* c, const In* a, const In* b) {                                      \
+    detail::store_vec(c, __builtin_amdgcn_##name(detail::load_vec<InVec>(a), detail::load_vec<InVec>(b), \
+                                                 detail::load_vec<detail::AccVec>(c), 0, 0, 0)); \
+  }
+TL_MFMA(mfma_f32_32x32x8f16, float, mc_f32x16, __half, detail::mc_f16x4)
+TL_MFMA(mfma_f32_16x16x16f16, float, mc_f32x4, __half, detail::mc_f16x4)
+// gfx90a's bfloat16 "_1k" instructions; gfx94x names them v_mfma_f32_32x32x8_bf16 etc.
+TL_MFMA(mfma_f32_32x32x8bf16_1k, float, mc_f32x16, hip_bfloat16, detail::mc_i16x4)
+TL_MFMA(mfma_f32_16x16x16bf16_1k, float, mc_f32x4, hip_bfloat16, detail::mc_i16x4)
+// int8: four values in an int on gfx90a, eight in a long on gfx94x.
+TL_MFMA(mfma_i32_32x32x8i8, int, mc_i32x16, int8_t, int)
+TL_MFMA(mfma_i32_16x16x16i8, int, mc_i32x4, int8_t, int)
+TL_MFMA(mfma_i32_32x32x16_i8, int, mc_i32x16, int8_t, long)
+TL_MFMA(mfma_i32_16x16x32_i8, int, mc_i32x4, int8_t, long)
+#undef TL_MFMA
+
+// WMMA (RDNA 3, wave32): lanes 16-31 hold a copy of lanes 0-15's A and B.
+template <int = 0>
+TL_DEVICE void wmma_f32_16x16x16_f16_w32(float* c, const __half* a, const __half* b) {
+  detail::store_vec(c, __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(detail::load_vec<detail::mc_f16x16>(a),
+                                                                  detail::load_vec<detail::mc_f16x16>(b),
+                                                                  detail::load_vec<detail::mc_f32x8>(c)));
+}
+template <int = 0>
+TL_DEVICE void wmma_f32_16x16x16_bf16_w32(float* c, const hip_bfloat16* a, const hip_bfloat16* b) {
+  detail::store_vec(c, __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(detail::load_vec<detail::mc_i16x16>(a),
+                                                                   detail::load_vec<detail::mc_i16x16>(b),
+                                                                   detail::load_vec<detail::mc_f32x8>(c)));
+}
+// Signed int8 (the sign flags), no clamping.
+template <int = 0>
+TL_DEVICE void wmma_i32_16x16x16_iu8_w32(int* c, const int8_t* a, const int8_t* b) {
+  detail::store_vec(c, __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32(true, detail::load_vec<detail::mc_i32x4>(a), true,
+                                                                  detail::load_vec<detail::mc_i32x4>(b),
+                                                                  detail::load_vec<detail::mc_i32x8>(c), false));
+}
+
 }  // namespace tl

@@ -615,7 +615,7 @@ class CodeGenCUDA : public Emitter {
 
   static bool is_statement_call(const std::string& op) {
     return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
-           op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "use_swizzle" ||
+           op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "matrix_core" || op == "use_swizzle" ||
            op == "no_set_max_nreg" || op == "wgmma" ||
            op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async" ||
            op == "tma_load" || op == "tma_store" || op == "tma_store_commit" || op == "tma_store_wait_read" ||
@@ -876,10 +876,11 @@ class CodeGenCUDA : public Emitter {
         Expr value = substitute(store->value, {{v, add(n->min, make_int(lane))}});
         line(tmp + "[" + std::to_string(lane) + "] = " + convert(value, store->buffer->dtype).text + ";");
       }
-      // On AMDGPU the punned read of the array keeps it in scratch; a memcpy of it is one
-      // store from registers.
+      // On AMDGPU the punned read of the array keeps it in scratch; the compiler's memcpy of
+      // it is one store from registers (HIP's device memcpy copies byte by byte, which keeps
+      // the array in scratch too).
       if (dialect_)
-        line("memcpy(&" + dst + ", " + tmp + ", " + std::to_string(bytes) + ");");
+        line("__builtin_memcpy(&" + dst + ", " + tmp + ", " + std::to_string(bytes) + ");");
       else
         line("*reinterpret_cast<" + v_t + "*>(&" + dst + ") = *reinterpret_cast<const " + v_t + "*>(" + tmp + ");");
       --indent_;
@@ -955,6 +956,22 @@ class CodeGenCUDA : public Emitter {
       require_arch(fp8 ? 89 : 80, call->span, fp8 ? "float8 mma.sync" : "mma.sync");
       std::string shape = a->buffer->dtype.bytes() == 1 ? "m16n8k32" : "m16n8k16";
       line("tl::mma_" + shape + "(&" + element(c->buffer, c->indices, c->span) + ", &" +
+           element(a->buffer, a->indices, a->span) + ", &" + element(b->buffer, b->indices, b->span) + ");");
+      return;
+    }
+    if (op == "matrix_core") {
+      // matrix_core(c element, a element, b element, function, accumulators, inputs per
+      // lane): one MFMA / WMMA instruction through the HIP header (tl::mfma_f32_32x32x8f16...).
+      auto* c = call->args.size() == 6 ? as<BufferLoadNode>(call->args[0]) : nullptr;
+      auto* a = call->args.size() == 6 ? as<BufferLoadNode>(call->args[1]) : nullptr;
+      auto* b = call->args.size() == 6 ? as<BufferLoadNode>(call->args[2]) : nullptr;
+      auto* fn = call->args.size() == 6 ? as<StringImmNode>(call->args[3]) : nullptr;
+      if (!c || !a || !b || !fn)
+        fail(ErrorKind::Internal, call->span, "internal: matrix_core takes (c, a, b) elements, a function and two counts");
+      if (!dialect_)
+        fail(ErrorKind::Unsupported, call->span, "AMD matrix instructions (" + fn->value + ") cannot run on target cuda");
+      dialect_->require("AMD matrix instructions", call->span);
+      line("tl::" + fn->value + "(&" + element(c->buffer, c->indices, c->span) + ", &" +
            element(a->buffer, a->indices, a->span) + ", &" + element(b->buffer, b->indices, b->span) + ");");
       return;
     }

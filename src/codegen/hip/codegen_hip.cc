@@ -41,6 +41,8 @@ class HipDialect : public GpuDialect {
     // cp.async is lowered to plain loads and stores into LDS (the header's cp_async): the
     // software pipeline's schedule stays correct, its copies are synchronous.
     if (feature == "cp.async") return;
+    // MFMA / WMMA through the header's wrappers of the compiler's builtins.
+    if (feature == "AMD matrix instructions") return;
     fail(ErrorKind::Unsupported, span, feature + " is an NVIDIA instruction; target hip has no equivalent",
          "this construct needs target=\"cuda\"; on hip write the copy or product with T.copy / T.gemm, "
          "which lower to plain loads and SIMT multiply-adds");

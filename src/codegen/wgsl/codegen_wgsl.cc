@@ -660,7 +660,7 @@ class WgslCodegen {
     if (call->op == "no_set_max_nreg") return;  // a hint to Hopper's warp specialisation
     if (call->op == "wait_wgmma") return;   // T.gemm is synchronous here
     if (call->op == "cp_async" || call->op == "cp_async_commit" || call->op == "cp_async_wait" ||
-        call->op == "ldmatrix" || call->op == "mma_sync")
+        call->op == "ldmatrix" || call->op == "mma_sync" || call->op == "matrix_core")
       fail(ErrorKind::Internal, call->span, "internal: the CUDA instruction '" + call->op + "' reached WGSL");
     line("_ = " + emit(n->value) + ";");
   }
