@@ -13,7 +13,7 @@ import tilelang
 import tilelang.language as T
 from tilelang import _C
 from tilelang.errors import TileLangUnsupportedError
-from tilelang.jit.hip import hip_device_status, hipcc_compile, hipcc_path
+from tilelang.jit.hip import _runtime as hip_runtime, hip_device_status, hipcc_compile, hipcc_path
 from tilelang.jit.kernel import _include_dir
 
 from kernels.gemm import matmul
@@ -207,8 +207,7 @@ def test_call_without_an_amd_device_says_why():
     with pytest.raises(TileLangUnsupportedError, match="cannot run a kernel compiled for 'hip -arch=gfx942'") as e:
         kernel(x, np.empty_like(x))
     assert hip_device_status() in str(e.value)
-    assert "no AMD GPU" in hip_device_status() or "no HIP runtime" in hip_device_status() or \
-        "does not launch HIP kernels yet" in hip_device_status()
+    assert "no AMD GPU is present" in hip_device_status() or "no HIP runtime" in hip_device_status()
 
 
 # ---------------------------------------------------------------------- hipcc
@@ -344,3 +343,93 @@ def test_isa_of_the_matrix_core_gemm(arch, mnemonic, tmp_path):
     if support == "object":
         assert "scratch_" not in asm and "buffer_store_dword" not in asm
     assert not re.search(r"v_(pk_)?fma_f32|v_fmac_f32", asm)
+
+
+# ---------------------------------------------------------------------- launching
+
+@pytest.fixture
+def fake_hip_runtime(tmp_path, monkeypatch):
+    """The HIP runtime replaced by tests/python/fake_hip_runtime.c (records launches)."""
+    import ctypes
+    import os
+    support, why = toolchain_support("gfx90a")
+    if support != "object":
+        pytest.skip(why or "gfx90a code objects cannot be built here")
+    lib = tmp_path / "libfake_amdhip64.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(lib),
+                    os.path.join(os.path.dirname(__file__), "fake_hip_runtime.c")], check=True)
+    monkeypatch.setenv("TILELANG_HIP_RUNTIME", str(lib))
+    monkeypatch.setenv("FAKE_HIP_ARCH", "gfx90a")
+    hip_runtime.cache_clear()
+    hip_device_status.cache_clear()
+    yield ctypes.CDLL(str(lib))  # the same loaded library: it shares the recorded launches
+    hip_runtime.cache_clear()
+    hip_device_status.cache_clear()
+
+
+def _axpy(threads=128):
+    """A kernel of its own per thread count (compiled kernels are cached in memory, loaded
+    code objects with them)."""
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def axpy(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32"), a: T.float32, k: T.int32):
+        with T.Kernel(T.ceildiv(n, threads), threads=threads) as bx:
+            for i in T.Parallel(threads):
+                if bx * threads + i < n:
+                    Y[bx * threads + i] = X[bx * threads + i] * a + k
+    return axpy
+
+
+def test_launch_passes_pointers_scalars_and_shapes(fake_hip_runtime):
+    """The launch through the runtime: the code object hipcc built for the target, the grid
+    from the bound shape, the block, and each parameter in its C type in the order of the
+    kernel's signature (buffers, scalars, then shape variables)."""
+    import ctypes
+    assert hip_device_status() == ""
+    kernel = tilelang.compile(_axpy(), target="hip -arch=gfx90a")
+    info = kernel._executable.infos[0]
+    assert [(p[0], p[1]) for p in info["params"]] == [("buffer", "X"), ("buffer", "Y"), ("scalar", "a"),
+                                                       ("scalar", "k"), ("shape", "n")]
+    sizes = (ctypes.c_int * 5)(8, 8, 4, 4, 8)
+    fake_hip_runtime.fake_expect_arg_sizes(5, sizes)
+    kernel._executable.run({0: 0x10000, 1: 0x20000, 2: 1.5, 3: -7}, {"n": 1000}, 0x77)
+    assert fake_hip_runtime.fake_launch_count() == 1
+    fake_hip_runtime.fake_launched_name.restype = ctypes.c_char_p
+    assert fake_hip_runtime.fake_launched_name().decode() == info["name"]
+    dims = (ctypes.c_uint * 7)()
+    fake_hip_runtime.fake_launch_dims(dims)
+    assert list(dims) == [8, 1, 1, 128, 1, 1, 0]
+    fake_hip_runtime.fake_launch_stream.restype = ctypes.c_void_p
+    assert fake_hip_runtime.fake_launch_stream() == 0x77
+
+    def arg(i, ctype):
+        box = ctype()
+        fake_hip_runtime.fake_launch_arg(i, ctypes.byref(box))
+        return box.value
+
+    assert (arg(0, ctypes.c_void_p), arg(1, ctypes.c_void_p)) == (0x10000, 0x20000)
+    assert (arg(2, ctypes.c_float), arg(3, ctypes.c_int32), arg(4, ctypes.c_int64)) == (1.5, -7, 1000)
+    # An empty input launches nothing; a misaligned buffer is refused before launching.
+    kernel._executable.run({0: 0x10000, 1: 0x20000, 2: 1.5, 3: 0}, {"n": 0}, 0)
+    assert fake_hip_runtime.fake_launch_count() == 1
+    with pytest.raises(ValueError, match="argument 'Y' is not 16-byte aligned"):
+        kernel._executable.run({0: 0x10000, 1: 0x20004, 2: 1.5, 3: 0}, {"n": 8}, 0)
+
+
+def test_code_object_for_another_architecture_says_so(fake_hip_runtime, monkeypatch):
+    monkeypatch.setenv("FAKE_HIP_ARCH", "gfx942")
+    kernel = tilelang.compile(_axpy(64), target="hip -arch=gfx90a")
+    with pytest.raises(TileLangUnsupportedError, match=r"the code object for gfx90a does not load on this AMD GPU "
+                                                       r"\(hipModuleLoadData: hipErrorNoBinaryForGpu\)"):
+        kernel._executable.run({0: 0x10000, 1: 0x20000, 2: 1.0, 3: 0}, {"n": 8}, 0)
+
+
+def test_no_device_behind_the_runtime(fake_hip_runtime, monkeypatch):
+    monkeypatch.setenv("FAKE_HIP_DEVICES", "0")
+    hip_device_status.cache_clear()
+    kernel = tilelang.compile(_axpy(), target="hip -arch=gfx90a")
+    x = np.zeros(8, np.float32)
+    with pytest.raises(TileLangUnsupportedError, match=r"no AMD GPU is present \(hipGetDeviceCount: "
+                                                       r"hipErrorNoDevice\)"):
+        kernel(x, np.empty_like(x), 1.0, 0)

@@ -43,7 +43,7 @@ def view_of(x, param_name: str) -> ArrayView:
                          x.device.type, x)
     if hasattr(x, "__dlpack__"):
         device_type = x.__dlpack_device__()[0] if hasattr(x, "__dlpack_device__") else 1
-        if device_type in (2, 13):  # kDLCUDA, kDLCUDAManaged: viewed through torch, zero-copy
+        if device_type in (2, 13, 10):  # kDLCUDA, kDLCUDAManaged, kDLROCM: viewed through torch, zero-copy
             try:
                 import torch
             except ImportError as e:

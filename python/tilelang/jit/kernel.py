@@ -309,7 +309,7 @@ class JITKernel:
             out = allocate(lib, shape, self.params[i].dtype, like)
             (keep_alive if i in self._workspace_idx else outputs).append(out)
             values[i] = out.__array_interface__["data"][0] if isinstance(out, np.ndarray) else out.data_ptr()
-        if self._backend.device == "cuda":
+        if self._backend.device in ("cuda", "hip"):
             if stream is None and lib == "torch":
                 stream = _current_torch_stream(like.device)
             self._executable.run(values, shapes, int(stream or 0))
@@ -344,7 +344,8 @@ class JITKernel:
             names = ", ".join(p.name for p in self.input_params)
             raise TypeError(f"{name}() takes {n_in} argument(s) ({names}), got {len(args)}")
         device = self._backend.device
-        if device == "hip":  # generated, not runnable: say why before reading arguments
+        gpu = device in ("cuda", "hip")  # host arrays staged, launched on a stream
+        if device == "hip":  # no runtime, AMD GPU or hipcc: say which before reading arguments
             self._executable.require_device()
         accepted = getattr(self._backend, "devices", (device,))
         binder = Binder(name)
@@ -369,7 +370,7 @@ class JITKernel:
                                  "memory may be written)")
             if v.lib in ("torch", "webgpu"):
                 lib, like = v.lib, v.obj
-            staged = device == "cuda" and v.device == "cpu" and v.lib == "numpy"
+            staged = gpu and v.device == "cpu" and v.lib == "numpy"
             self._check_buffer_arg(binder, i, p, v, ("cpu",) if staged else accepted)
             values[i] = _stage(v.obj, keep) if staged else v.ptr
             arrays[i] = v.obj
@@ -384,14 +385,14 @@ class JITKernel:
             if i not in self._workspace_idx:
                 outputs.append(out)
             v = view_of(out, p.name)
-            values[i] = _stage(out, keep) if device == "cuda" and v.lib == "numpy" else v.ptr
+            values[i] = _stage(out, keep) if gpu and v.lib == "numpy" else v.ptr
             arrays[i] = out
         shapes = {n: binder.values.get(n, 0) for n in self._shape_var_names}
         if self._plans is not None and not keep and lib in ("numpy", "torch"):
             like_pos = next((k for k, a in enumerate(args) if a is like), None) if like is not None else None
             if like is None or like_pos is not None:
                 self._last_plan = ([(i, tuple(o.shape)) for i, o in allocated], shapes, lib, like_pos)
-        if device == "cuda":
+        if gpu:
             if stream is None and lib == "torch":
                 stream = _current_torch_stream(like.device)
             self._executable.run(values, shapes, int(stream or 0))
