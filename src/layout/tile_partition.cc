@@ -228,6 +228,69 @@ TilePartition TilePartition::broadcast(const std::vector<int64_t>& shape, int64_
   return p;
 }
 
+TilePartition TilePartition::given(const std::vector<int64_t>& shape, int64_t threads, std::vector<Axis> axes,
+                                   std::vector<Digit> replicas, std::string& why) {
+  TilePartition p;
+  p.kind_ = Kind::Given;
+  p.shape_ = shape;
+  p.threads_ = threads;
+  int64_t elements = product(shape, 0, shape.size());
+  if (axes.empty() || axes.size() > 2 || (axes.size() == 2 && shape.size() < 2)) {
+    why = "malformed digits";
+    return p;
+  }
+  int64_t covered = 1;
+  for (auto& a : axes) covered *= a.extent;
+  if (covered != elements || (axes.size() == 2 && axes[1].extent != shape.back())) {
+    why = "its axes do not cover the tile";
+    return p;
+  }
+  // Thread digits (axes' and copies') must tile [0, used threads) without overlap; the
+  // gaps between them and the threads above become replica digits.
+  std::vector<Digit> on_thread = replicas, local;
+  for (auto& a : axes) {
+    int64_t span = 1;
+    for (auto& d : a.digits) span *= d.extent;
+    if (span != a.extent) {
+      why = "an axis's digits do not multiply to its extent";
+      return p;
+    }
+    for (auto& d : a.digits) (d.on_thread ? on_thread : local).push_back(d);
+  }
+  auto by_stride = [](const Digit& x, const Digit& y) { return x.stride < y.stride; };
+  std::sort(on_thread.begin(), on_thread.end(), by_stride);
+  std::sort(local.begin(), local.end(), by_stride);
+  int64_t next = 1;
+  for (auto& d : local) {
+    if (d.extent == 1) continue;
+    if (d.stride != next) {
+      why = "its slots leave gaps or overlap (slot strides must number each thread's elements 0, 1, 2, ...)";
+      return p;
+    }
+    next *= d.extent;
+  }
+  next = 1;
+  int gaps = 0;
+  for (auto& d : on_thread) {
+    if (d.extent == 1) continue;
+    if (d.stride < next || d.stride % next != 0) {
+      why = "two of its elements (or copies) fall on the same thread and slot";
+      return p;
+    }
+    if (d.stride > next) replicas.push_back(Digit{"gap" + std::to_string(gaps++), d.stride / next, true, next});
+    next = d.stride * d.extent;
+  }
+  if (next > threads || threads % next != 0) {
+    why = "it uses threads 0.." + std::to_string(next - 1) + ", which does not divide the " +
+          std::to_string(threads) + " threads that run it";
+    return p;
+  }
+  if (next < threads) replicas.push_back(Digit{"above", threads / next, true, next});
+  p.axes_ = std::move(axes);
+  p.replicas_ = std::move(replicas);
+  return p;
+}
+
 Expr TilePartition::digit_of_thread(const Digit& d, const Expr& t, int64_t threads, Span sp) {
   Expr q = d.stride == 1 ? t : floordiv(t, c(d.stride), sp);
   return d.stride * d.extent >= threads ? q : floormod(q, c(d.extent), sp);
@@ -337,13 +400,44 @@ TilePartition::Owned TilePartition::owned_by(const Expr& t, const std::string& p
   return o;
 }
 
+namespace {
+// Adjacent digits (most significant first) of one kind whose strides continue each other
+// are one digit; unit digits change nothing.
+std::vector<TilePartition::Digit> merged(const std::vector<TilePartition::Digit>& digits) {
+  std::vector<TilePartition::Digit> out;
+  for (auto& d : digits) {
+    if (d.extent == 1) continue;
+    if (!out.empty() && out.back().on_thread == d.on_thread && out.back().stride == d.stride * d.extent) {
+      out.back().extent *= d.extent;
+      out.back().stride = d.stride;
+    } else {
+      out.push_back(d);
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<TilePartition::Axis> TilePartition::canonical_axes() const {
+  std::vector<Axis> out;
+  for (auto& a : axes_) out.push_back(Axis{a.extent, merged(a.digits)});
+  return out;
+}
+
+std::vector<TilePartition::Digit> TilePartition::canonical_replicas() const {
+  std::vector<Digit> sorted = replicas_;  // copies have no order: most significant first
+  std::sort(sorted.begin(), sorted.end(), [](const Digit& x, const Digit& y) { return x.stride > y.stride; });
+  return merged(sorted);
+}
+
 bool TilePartition::operator==(const TilePartition& o) const {
-  return shape_ == o.shape_ && threads_ == o.threads_ && axes_ == o.axes_ && replicas_ == o.replicas_;
+  return shape_ == o.shape_ && threads_ == o.threads_ && canonical_axes() == o.canonical_axes() &&
+         canonical_replicas() == o.canonical_replicas();
 }
 
 std::string TilePartition::str() const {
   std::ostringstream os;
-  const char* names[] = {"grid", "mma", "row-replicated", "col-replicated", "broadcast"};
+  const char* names[] = {"grid", "mma", "row-replicated", "col-replicated", "broadcast", "given"};
   os << names[int(kind_)] << "(";
   for (size_t i = 0; i < shape_.size(); ++i) os << (i ? "x" : "") << shape_[i];
   os << " over " << threads_ << " threads:";

@@ -42,7 +42,7 @@ namespace tl {
 
 class TilePartition {
  public:
-  enum class Kind { Grid, Mma, RowReplicated, ColReplicated, Broadcast };
+  enum class Kind { Grid, Mma, RowReplicated, ColReplicated, Broadcast, Given };
 
   struct Digit {
     std::string name;  // for messages and loop names
@@ -90,6 +90,12 @@ class TilePartition {
   TilePartition row_replicated(const std::vector<int64_t>& shape) const;
   TilePartition col_replicated(const std::vector<int64_t>& shape) const;
   static TilePartition broadcast(const std::vector<int64_t>& shape, int64_t threads);
+  // A partition given by hand (a T.Fragment in T.annotate_layout): each axis's digits (a
+  // rank-1 tile has one axis, a higher one rows x cols) and the copies' thread digits, as
+  // read from the user's table. Threads no digit reaches become replica digits: they hold
+  // copies of what the threads below them hold. Empty `why` on success, else the reason.
+  static TilePartition given(const std::vector<int64_t>& shape, int64_t threads, std::vector<Axis> axes,
+                             std::vector<Digit> replicas, std::string& why);
 
   Kind kind() const { return kind_; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -142,6 +148,10 @@ class TilePartition {
 
  private:
   TilePartition replicated_axis(int keep, Kind kind, const std::vector<int64_t>& shape) const;
+  // The same mapping with adjacent digits of one kind and contiguous strides merged and
+  // unit digits dropped: two partitions are equal when these are.
+  std::vector<Axis> canonical_axes() const;
+  std::vector<Digit> canonical_replicas() const;
 
   Kind kind_ = Kind::Grid;
   std::vector<int64_t> shape_;  // the buffer's logical shape

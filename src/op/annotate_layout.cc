@@ -1,6 +1,8 @@
 // T.annotate_layout({buffer: layout}): a request about how a buffer is stored; it runs no
-// code. layout = "swizzled": a shared tile, read by layout inference. layout = "user": a
-// T.Layout by hand (transform/apply_user_layouts.h), kept until apply_user_layouts.
+// code. layout = "swizzled": a shared tile, read by layout inference. layout = "fragment":
+// a T.Fragment, the thread mapping of a fragment, read by layout inference (its digits in
+// attr "digits"). layout = "user": a T.Layout by hand (transform/apply_user_layouts.h),
+// kept until apply_user_layouts.
 #include "ir/error.h"
 #include "layout/swizzle.h"
 #include "op/region.h"
@@ -17,6 +19,13 @@ void check_annotate_layout(const TileOpNode& op, arith::Analyzer&) {
   const Buffer& b = op.regions[0].buffer;
   if (is_user_layout(op)) {
     read_user_layout(op);  // its errors
+    return;
+  }
+  if (attr_str(op, "layout", "") == "fragment") {  // a T.Fragment: read by layout inference
+    if (!b->is_fragment())
+      fail(ErrorKind::Layout, op.span,
+           std::string(kOpName) + ": '" + b->name + "' is in scope '" + b->scope + "'; a T.Fragment is for fragments",
+           "annotate a buffer from T.alloc_fragment, or give a T.Layout");
     return;
   }
   if (attr_str(op, "layout", "") != "swizzled")

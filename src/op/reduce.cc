@@ -239,7 +239,14 @@ Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
          op_name(op) + " on target " + ctx.target.kind + " writes its result to a fragment; the destination " +
              region_str(dst) + " is in scope " + dst.buffer->scope,
          "reduce into a T.alloc_fragment buffer, then T.copy it where it is needed");
-  if (!layout || !dst_layout || !layout->is_2d() || layout->replicas() != 1 || !(last || (dim == 0 && rank == 2)))
+  if (layout && layout->replicas() != 1)
+    fail(ErrorKind::Unsupported, sp,
+         op_name(op) + " on target " + ctx.target.kind + " reduces a fragment each element of which one thread "
+             "holds; " + src.buffer->name + " is held in " + std::to_string(layout->replicas()) + " copies (" +
+             layout->str() + ")",
+         "give its T.Fragment all of the block's threads, or reduce a copy made through shared memory "
+         "(T.copy into a shared tile, then into a fragment of the compiler's choosing)");
+  if (!layout || !dst_layout || !layout->is_2d() || !(last || (dim == 0 && rank == 2)))
     fail(ErrorKind::Unsupported, sp,
          op_name(op) + " on target " + ctx.target.kind + " reduces fragments of rank >= 2 over their last "
              "dimension (or the first of a 2-D one); got " + region_str(src) + " in scope " + src.buffer->scope +

@@ -1,6 +1,8 @@
 #include "transform/layout_inference.h"
 
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -173,6 +175,65 @@ class LayoutInference : public IRVisitor {
          "give the operator a tile of its own (T.copy into it), or reshape a copy of the tile");
   }
 
+  // A T.Fragment by hand: attr "digits" holds each axis's digits, most significant first,
+  // as extent:t:stride (thread) or extent:l:stride (slot), axes separated by ';', then '|'
+  // and the copies' thread digits as extent:stride (python/tilelang/layout/maps.py).
+  TilePartition given_fragment(const TileOpNode& n) {
+    const Buffer& b = n.regions[0].buffer;
+    std::string text = attr_str(n, "digits", "");
+    auto numbers = [&](const std::string& part) {
+      std::vector<std::string> out;
+      size_t start = 0;
+      for (size_t k = 0; k <= part.size(); ++k)
+        if (k == part.size() || part[k] == ':') {
+          out.push_back(part.substr(start, k - start));
+          start = k + 1;
+        }
+      return out;
+    };
+    auto split = [](const std::string& s, char sep) {
+      std::vector<std::string> out;
+      size_t start = 0;
+      for (size_t k = 0; k <= s.size(); ++k)
+        if (k == s.size() || s[k] == sep) {
+          if (k > start) out.push_back(s.substr(start, k - start));
+          start = k + 1;
+        }
+      return out;
+    };
+    size_t bar = text.find('|');
+    std::vector<TilePartition::Axis> axes;
+    std::vector<TilePartition::Digit> replicas;
+    int count = 0;
+    try {
+      for (auto& axis_text : split(text.substr(0, bar), ';')) {
+        TilePartition::Axis axis{1, {}};
+        for (auto& digit : split(axis_text, ',')) {
+          auto f = numbers(digit);
+          if (f.size() != 3 || (f[1] != "t" && f[1] != "l")) throw std::invalid_argument(digit);
+          TilePartition::Digit d{"u" + std::to_string(count++), std::stoll(f[0]), f[1] == "t", std::stoll(f[2])};
+          axis.extent *= d.extent;
+          axis.digits.push_back(d);
+        }
+        axes.push_back(axis);
+      }
+      if (bar != std::string::npos)
+        for (auto& digit : split(text.substr(bar + 1), ',')) {
+          auto f = numbers(digit);
+          if (f.size() != 2) throw std::invalid_argument(digit);
+          replicas.push_back(TilePartition::Digit{"copy" + std::to_string(count++), std::stoll(f[0]), true, std::stoll(f[1])});
+        }
+    } catch (const std::exception&) {
+      fail(ErrorKind::Internal, n.span, "internal: malformed digits of a T.Fragment: '" + text + "'");
+    }
+    std::string why;
+    TilePartition p = TilePartition::given(constant_shape(b, n.span), regions_.threads_of(b.get()), axes, replicas, why);
+    if (!why.empty())
+      fail(ErrorKind::Layout, n.span, "T.annotate_layout: the T.Fragment for '" + b->name + "' cannot be used: " + why,
+           "give every element one thread and slot, threads and slots numbered densely from 0");
+    return p;
+  }
+
   // T.gemm's instruction fixes the accumulator's layout (and a register A operand's) and
   // how shared operands are stored.
   void gemm_demands(const TileOpNode* n) {
@@ -297,6 +358,8 @@ class LayoutInference : public IRVisitor {
              "store a tile of its own by T.tma_copy, or use T.copy");
       }
     }
+    if (strict_ && n->op == "annotate_layout" && n->regions.size() == 1 && attr_str(*n, "layout", "") == "fragment")
+      decide(n->regions[0].buffer, given_fragment(*n), n->span);
     if (strict_ && n->op == "annotate_layout" && n->regions.size() == 1 && attr_str(*n, "layout", "") == "swizzled") {
       const Buffer& b = n->regions[0].buffer;
       refuse_swizzle_of_aliased(b, n->span, "T.annotate_layout");

@@ -145,15 +145,21 @@ def test_layout_and_fragment_objects():
         T.Layout((4,), 3)
 
 
-def test_user_fragment_in_annotate_layout_is_rejected():
-    # T.Layout by hand is supported (test_user_layouts.py); a T.Fragment by hand is not yet.
-    with pytest.raises(TileLangUnsupportedError, match="a T.Fragment for 'F' is not supported yet"):
-        @T.prim_func
-        def f(A: T.Tensor((8, 8), "float32")):
-            with T.Kernel(1) as _:
-                F = T.alloc_fragment((8, 8), "float32")
-                T.annotate_layout({F: T.Fragment((8, 8), forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j)})
-                T.copy(A, F)
+def test_user_fragment_in_annotate_layout_is_taken():
+    # More in test_user_fragments.py: a T.Fragment by hand is the fragment's thread mapping.
+    from tilelang.tools import kernel_layouts
+
+    @T.prim_func
+    def f(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32")):
+        with T.Kernel(1, threads=32) as _:
+            F = T.alloc_fragment((8, 8), "float32")
+            T.annotate_layout({F: T.Fragment((8, 8), forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j)})
+            T.copy(A, F)
+            T.copy(F, B)
+
+    used = kernel_layouts(f, "cuda -arch=sm_80")["F"]
+    assert used.threads_of()[0].tolist() == [[i] * 8 for i in range(8)]
+    assert used.slots_of().tolist() == [list(range(8))] * 8
 
 
 # ---------------------------------------------------------------- T.thread_binding

@@ -268,7 +268,11 @@ def annotate_layout(layouts):
       shared tile, a local array) stored with element idx at `position` (one index or a list,
       flattened row-major over the positions' extents), e.g. FlashAttention backward's dQ laid
       out so that a warp's atomic adds land in one 128-byte line. Every access to the buffer
-      goes through the map; the storage must hold every position the map reaches."""
+      goes through the map; the storage must hold every position the map reaches.
+    - T.Fragment(buf.shape, forward_thread_fn=..., forward_index_fn=..., replicate=...): a fragment's
+      thread mapping (which thread holds each element, at which slot), taken as given by layout
+      inference; it must split the indices into thread and slot digits (every layout the compiler
+      chooses does), and an instruction needing another mapping is a layout conflict."""
     from ..layout import Fragment, Layout, SwizzledLayout
     from ..errors import TileLangTypeError, TileLangUnsupportedError
     if not isinstance(layouts, dict):
@@ -283,14 +287,41 @@ def annotate_layout(layouts):
         elif isinstance(layout, Layout):
             _annotate_user_layout(buf, layout)
         elif isinstance(layout, Fragment):
-            raise _builder.error(TileLangUnsupportedError,
-                                 f"T.annotate_layout: a T.Fragment for '{buf.name}' is not supported yet",
-                                 "drop the annotation: layout inference chooses every fragment's thread mapping")
+            _annotate_fragment(buf, layout)
         else:
             raise _builder.error(TileLangTypeError,
                                  f"T.annotate_layout: the layout for '{buf.name}' is a {type(layout).__name__}, "
                                  "not a layout",
                                  "give T.Layout(shape, fn) or tilelang.layout.make_swizzled_layout(buffer)")
+
+
+def _annotate_fragment(buf, fragment):
+    """A T.Fragment by hand: which thread holds each element of a fragment, and where. It
+    must be a split of the indices into thread and slot digits (what every layout the
+    compiler chooses is); layout inference takes it as given, so an instruction that needs
+    another layout for the buffer is a layout conflict naming both lines."""
+    from ..errors import TileLangLayoutError, TileLangShapeError
+    from ..layout.maps import fragment_digits
+    name = buf.name
+    if buf.scope != "local.fragment":
+        raise _builder.error(TileLangLayoutError,
+                             f"T.annotate_layout: '{name}' is in scope '{buf.scope}'; a T.Fragment is for fragments",
+                             "annotate a buffer from T.alloc_fragment, or give a T.Layout")
+    shape = list(buf.shape)
+    if fragment.get_input_shape() != shape:
+        raise _builder.error(TileLangShapeError,
+                             f"T.annotate_layout: the T.Fragment's shape {fragment.get_input_shape()} is not the "
+                             f"shape of '{name}' {shape}",
+                             f"build it as T.Fragment({name}.shape, ...)")
+    try:
+        digits = fragment_digits(fragment)
+    except ValueError as e:
+        raise _builder.error(TileLangLayoutError,
+                             f"T.annotate_layout: the T.Fragment for '{name}' is not a split of its indices over "
+                             f"threads and slots: {e}",
+                             "write the thread and the slot as sums of index digits times strides, e.g. "
+                             "thread = (i % 8) * 4 + j // 2, slot = (i // 8) * 2 + j % 2") from None
+    _emit("annotate_layout", [full_region(buf)], (), {"layout": "fragment", "digits": digits})
 
 
 def _annotate_user_layout(buf, layout):

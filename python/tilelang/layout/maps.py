@@ -260,3 +260,86 @@ class Fragment:
         label = f"{self.name}: " if self.name else ""
         return (f"Fragment({label}{self.get_input_shape()} over {self._threads} threads, "
                 f"{self.local_size()} per thread, replicate {self.replicate_size})")
+
+
+def _digit_places(extent: int):
+    """The place values of an axis of `extent` split into digits, least significant first:
+    a bit for each factor 2, then one digit for the odd rest: [(place, digit extent)]."""
+    places, place = [], 1
+    while extent % 2 == 0 and extent > 1:
+        places.append((place, 2))
+        place, extent = place * 2, extent // 2
+    if extent > 1:
+        places.append((place, extent))
+    return places
+
+
+def fragment_digits(fragment: Fragment) -> str:
+    """The fragment as the compiler's thread partition: each axis (the flattened tile when
+    rank 1, else rows x cols) split into digits, each moving an element along the threads
+    or along the slots by a fixed stride, and the copies' thread digits. Encoded for
+    T.annotate_layout (layout inference reads it). Raises ValueError when the table is not
+    such a split (e.g. a thread that depends on a product of two indices)."""
+    shape = fragment.get_input_shape()
+    thread, local = fragment.threads_of(), fragment.slots_of()
+    reps = thread.shape[0]
+    extents = [int(np.prod(shape))] if len(shape) == 1 else [int(np.prod(shape[:-1])), shape[-1]]
+    thread2 = thread.reshape(reps, *extents)
+    local2 = local.reshape(*extents)
+    origin = (0,) * len(extents)
+    if thread2[(0,) + origin] != 0 or local2[origin] != 0:
+        raise ValueError("element 0 must be at thread 0, slot 0 (its first copy)")
+
+    def classify(where, d_thread, d_slot, place):
+        if d_thread and d_slot:
+            raise ValueError(f"moving {where} by {place} changes both the thread and the slot")
+        if d_thread < 0 or d_slot < 0:
+            raise ValueError(f"moving {where} by {place} lowers the thread or the slot")
+        if not d_thread and not d_slot:
+            raise ValueError(f"elements {place} apart along {where} share a thread and slot")
+        return ("t", int(d_thread)) if d_thread else ("l", int(d_slot))
+
+    axes = []
+    for a, extent in enumerate(extents):
+        digits = []
+        for place, size in _digit_places(extent):
+            at = list(origin)
+            at[a] = place
+            kind, stride = classify("the rows" if len(extents) == 2 and a == 0 else "the columns" if a else "the tile",
+                                    thread2[(0,) + tuple(at)], local2[tuple(at)], place)
+            digits.append((size, kind, stride))
+        axes.append(digits[::-1])  # most significant first
+    copies = []
+    for place, size in _digit_places(reps):
+        d_thread = int(thread2[(place,) + origin])
+        if d_thread <= 0:
+            raise ValueError(f"copy {place} of element 0 is not on a higher thread than copy 0")
+        copies.append((size, d_thread))
+    # The split must reproduce the whole table.
+    grids = np.meshgrid(*[np.arange(e) for e in extents], indexing="ij")
+    want_t = np.zeros(extents, dtype=np.int64)
+    want_l = np.zeros(extents, dtype=np.int64)
+    for value, digits in zip(grids, axes):
+        rest = value.copy()
+        for size, kind, stride in digits[::-1]:
+            part = rest % size
+            rest //= size
+            (want_t if kind == "t" else want_l)[...] += part * stride
+    rep_offset = np.zeros(reps, dtype=np.int64)
+    rest = np.arange(reps)
+    for size, stride in copies:
+        rep_offset += (rest % size) * stride
+        rest //= size
+    want_threads = want_t[None] + rep_offset.reshape((reps,) + (1,) * len(extents))
+    bad = np.argwhere((want_threads != thread2) | (want_l != local2)[None])
+    if len(bad):
+        rep, *flat = bad[0]
+        index = list(np.unravel_index(int(np.ravel_multi_index(flat, extents)), shape))
+        raise ValueError(f"element {[int(i) for i in index]} (copy {int(rep)}) is at thread "
+                         f"{int(thread2[tuple(bad[0])])}, slot {int(local2[tuple(flat)])}; a split of the indices "
+                         f"into thread and slot digits puts it at thread {int(want_threads[tuple(bad[0])])}, slot "
+                         f"{int(want_l[tuple(flat)])}")
+    text = ";".join(",".join(f"{size}:{kind}:{stride}" for size, kind, stride in digits) for digits in axes)
+    if copies:
+        text += "|" + ",".join(f"{size}:{stride}" for size, stride in copies[::-1])
+    return text
