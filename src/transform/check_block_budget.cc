@@ -79,7 +79,7 @@ class BlockBudget : public IRVisitor {
     if (t_.max_shared_bytes <= 0 || t_.kind == "cpu") return;
     std::vector<SharedItem> items;
     int64_t total = 0;
-    if (t_.kind == "cuda") {
+    if (t_.kind == "cuda" || t_.kind == "hip") {  // the planned bytes, each type at its size
       SharedMemoryUse use = shared_memory_use(k);
       // A buffer both roles of a warp-specialised kernel use is allocated in each branch.
       std::set<const BufferNode*> seen;
@@ -87,8 +87,8 @@ class BlockBudget : public IRVisitor {
         if (seen.insert(b.alloc->buffer.get()).second) items.push_back({b.alloc, b.bytes});
       total = use.dyn_bytes + use.static_bytes;
     } else {
-      // One workgroup array per shared buffer, of 32-bit words at least but for float16
-      // (codegen_wgsl).
+      // WebGPU: one workgroup array per shared buffer, of 32-bit words at least but for
+      // float16 (codegen_wgsl).
       collect_shared(k->body, items);
       for (auto& it : items) total += it.bytes;
     }
