@@ -44,7 +44,8 @@ GemmInstruction choose_wgmma(const TileOpNode& op, const Target& target, int64_t
 Stmt lower_gemm_wgmma(const TileOpNode& op, const GemmInstruction& ins, ThreadContext& ctx);
 
 // AMD's matrix cores on target hip (op/gemm_mfma.cc): MFMA on CDNA (gfx90a, gfx94x, gfx950),
-// WMMA on RDNA 3 (gfx1100), for float16/bfloat16 inputs into float32 and int8 into int32,
+// WMMA on RDNA 3 (gfx1100), for float16/bfloat16 (and, on MFMA, float32) inputs into
+// float32 and int8 into int32,
 // with B a whole shared tile, A a whole shared tile or (MFMA, 16-bit) a 2-D fragment, C a
 // 2-D fragment, the block whole wavefronts and the tile split into instruction tiles over
 // them by T.gemm's policy. 32 x 32 instructions where the wavefront tiles allow them (and

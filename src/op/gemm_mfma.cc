@@ -54,7 +54,8 @@ Family family_of(const std::string& arch) {
 // (and CDNA 4, which keeps its instructions) spells bfloat16's "_1k" forms without the
 // suffix and replaced CDNA 2's int8 forms by ones twice as deep.
 std::vector<MatrixInstruction> instructions(Family f, DataType in) {
-  bool f16 = in == DataType::Float(16), bf16 = in == DataType::BFloat16(), i8 = in == DataType::Int(8);
+  bool f16 = in == DataType::Float(16), bf16 = in == DataType::BFloat16(), i8 = in == DataType::Int(8),
+       f32 = in == DataType::Float(32);
   if (f == Family::Rdna3) {
     if (f16) return {{16, 16, "v_wmma_f32_16x16x16_f16", "wmma_f32_16x16x16_f16_w32"}};
     if (bf16) return {{16, 16, "v_wmma_f32_16x16x16_bf16", "wmma_f32_16x16x16_bf16_w32"}};
@@ -62,6 +63,9 @@ std::vector<MatrixInstruction> instructions(Family f, DataType in) {
     return {};
   }
   bool cdna3 = f == Family::Cdna3;
+  // float32 products in float32 (not reduced precision), one value of A and B per lane.
+  if (f32)
+    return {{32, 2, "v_mfma_f32_32x32x2f32", "mfma_f32_32x32x2f32"}, {16, 4, "v_mfma_f32_16x16x4f32", "mfma_f32_16x16x4f32"}};
   if (f16)
     return {{32, 8, "v_mfma_f32_32x32x8f16", "mfma_f32_32x32x8f16"}, {16, 16, "v_mfma_f32_16x16x16f16", "mfma_f32_16x16x16f16"}};
   if (bf16)
@@ -97,11 +101,14 @@ GemmInstruction choose_matrix_core(const TileOpNode& op, const Target& target, i
   const Buffer &A = op.regions[0].buffer, &B = op.regions[1].buffer, &C = op.regions[2].buffer;
   bool half_in = A->dtype == DataType::Float(16) || A->dtype == DataType::BFloat16();
   bool int8_in = A->dtype == DataType::Int(8);
+  bool f32_in = !wmma && A->dtype == DataType::Float(32);  // RDNA 3 has no float32 WMMA
   bool types_ok = B->dtype == A->dtype && ((half_in && C->dtype == DataType::Float(32)) ||
+                                           (f32_in && C->dtype == DataType::Float(32)) ||
                                            (int8_in && C->dtype == DataType::Int(32)));
   if (!types_ok)
-    return simt(std::string(unit) + " takes float16/bfloat16 inputs into float32, or int8 into int32 (got " +
-                A->dtype.str() + " x " + B->dtype.str() + " -> " + C->dtype.str() + ")");
+    return simt(std::string(unit) + (wmma ? " takes float16/bfloat16" : " takes float16/bfloat16/float32") +
+                " inputs into float32, or int8 into int32 (got " + A->dtype.str() + " x " + B->dtype.str() + " -> " +
+                C->dtype.str() + ")");
   std::vector<MatrixInstruction> table = instructions(family, A->dtype);
   if (!B->is_shared()) return simt("B must be in shared memory");
   if (!A->is_shared() && !A->is_fragment()) return simt("A must be in shared memory or a fragment");

@@ -700,6 +700,8 @@ const std::vector<AmdDoc>& mfma_instructions() {
       {"v_mfma_f32_16x16x16f16 / 16x16x16bf16_1k / i32_16x16x16i8", {16, 16, 16, 64, false}},
       {"v_mfma_i32_32x32x16_i8 (gfx94x)", {32, 32, 16, 64, false}},
       {"v_mfma_i32_16x16x32_i8 (gfx94x)", {16, 16, 32, 64, false}},
+      {"v_mfma_f32_32x32x2f32", {32, 32, 2, 64, false}},
+      {"v_mfma_f32_16x16x4f32", {16, 16, 4, 64, false}},
   };
   return v;
 }
@@ -745,6 +747,10 @@ TEST(Amd, MfmaFragmentsFollowTheIsa) {
   EXPECT_EQ(amd::c_fragment(s32).evaluate_index({8, 3}), 4);
   EXPECT_EQ(amd::c_fragment(s16).evaluate_thread({5, 7}, 0), 23);  // 16 * (5 / 4) + 7
   EXPECT_EQ(amd::c_fragment(s16).evaluate_index({5, 7}), 1);
+  // v_mfma_f32_32x32x2f32: A[i][k] is v0 of lane i + 32 k (one float32 per lane).
+  amd::MatrixCoreShape f32{32, 32, 2, 64, false};
+  EXPECT_EQ(amd::a_fragment(f32).evaluate_thread({5, 1}, 0), 37);
+  EXPECT_EQ(amd::a_fragment(f32).evaluate_index({5, 1}), 0);
 }
 
 TEST(Amd, WmmaFragmentsFollowTheIsa) {

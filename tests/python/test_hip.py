@@ -164,10 +164,11 @@ def test_no_nvidia_instruction_is_generated(case):
         assert nvidia not in source, (case, nvidia)
     report = lowered.lowering_report()
     if "gemm" in case or "attention" in case:
-        # 16-bit and 8-bit products run on MFMA; float32 ones stay SIMT, reported as slower.
-        if "fp32" in case or case == "gemm_transposed":
-            assert "on SIMT multiply-adds (MFMA takes float16/bfloat16 inputs into float32" in report
-            assert "[slower path: not on the matrix cores: MFMA takes" in report
+        # Every product runs on MFMA but attention's float32 P V (a float32 register A
+        # operand), which keeps its Q K^T on SIMT too (they share P), reported as slower.
+        if case == "flash_attention_fp32_ragged":
+            assert "on SIMT multiply-adds (a register A operand must be float16 or bfloat16)" in report, report
+            assert "[slower path: not on the matrix cores: a register A operand must be float16 or bfloat16]" in report
         else:
             assert "on MFMA v_mfma_" in report and "SIMT" not in report, report
             assert "tl::mfma_" in source
@@ -273,6 +274,8 @@ MATRIX_CORE_CHOICES = [
     ("gfx950", "gemm_fp16", "on MFMA v_mfma_f32_32x32x8f16"),
     ("gfx942", "gemm_fp16_transposed_2_stages", "2 x 2 wavefronts (as C^T = B^T A^T); A from shared memory "
                                                 "(2-byte LDS reads: stored K x M)"),
+    ("gfx90a", "gemm_transposed", "on MFMA v_mfma_f32_32x32x2f32"),
+    ("gfx942", "gemm_transposed", "on MFMA v_mfma_f32_32x32x2f32"),
     ("gfx1100", "gemm_fp16", "on WMMA v_wmma_f32_16x16x16_f16, 2 x 2 wavefronts; A from shared memory "
                              "(16-byte LDS reads)"),
     ("gfx1100", "gemm_int8_2_stages", "on WMMA v_wmma_i32_16x16x16_iu8"),
@@ -320,18 +323,21 @@ def test_matrix_cores_not_taken_say_why(arch, why):
         tilelang.compile(matmul(128, 128, 64, 32, 32, 32, in_dtype="float16", threads=32), target=f"hip -arch={arch}")
 
 
-@pytest.mark.parametrize("arch, mnemonic", [("gfx90a", "v_mfma_f32_32x32x8f16"), ("gfx940", "v_mfma_f32_32x32x8f16"),
-                                            ("gfx1100", "v_wmma_f32_16x16x16_f16")])
-def test_isa_of_the_matrix_core_gemm(arch, mnemonic, tmp_path):
+@pytest.mark.parametrize("arch, case, mnemonic", [("gfx90a", "gemm_fp16", "v_mfma_f32_32x32x8f16"),
+                                                  ("gfx940", "gemm_fp16", "v_mfma_f32_32x32x8f16"),
+                                                  ("gfx90a", "gemm_transposed", "v_mfma_f32_32x32x2f32"),
+                                                  ("gfx1100", "gemm_fp16", "v_wmma_f32_16x16x16_f16")])
+def test_isa_of_the_matrix_core_gemm(arch, case, mnemonic, tmp_path):
     """The machine code issues the instruction the report names and no FMA loop: a 64 x 32
-    wavefront tile of a 32-deep K tile is two 32 x 32 tiles of 4 K steps (MFMA) or four
-    16 x 16 tiles of 2 (WMMA), 8 per K tile (times the K tiles the compiler unrolls), with
+    wavefront tile of a 32-deep K tile is two 32 x 32 tiles of 4 K steps (16-bit MFMA; 16
+    steps of float32's x2f32) or four 16 x 16 tiles of 2 (WMMA), 8 (32) per K tile (times the
+    K tiles the compiler unrolls), with
     no scratch. gfx1100's code is checked as assembly where the device libraries lack it
     (their unresolved calls spill around them, so scratch is not checked there)."""
     support, why = toolchain_support(arch)
     if support is None:
         pytest.skip(why)
-    _, source = hip_source(CASES["gemm_fp16"](), arch)
+    _, source = hip_source(CASES[case](), arch)
     if support == "assembly":
         asm = hipcc_compile(source, arch, _include_dir(), assembly=True).decode()
     else:

@@ -28,6 +28,8 @@ def operand(shape, dtype, rng):
     values = rng.standard_normal(shape)
     if dtype == "float16":
         return values.astype(np.float16)
+    if dtype == "float32":
+        return values.astype(np.float32)
     if BFLOAT16 is None:
         pytest.skip("ml_dtypes is not installed: no numpy bfloat16")
     return values.astype(BFLOAT16)
@@ -54,7 +56,7 @@ def check_product(C, ref, out_dtype):
         np.testing.assert_array_equal(C, ref.astype(np.int64))
     elif out_dtype == "float16":  # one rounding to float16 of a float32 sum
         np.testing.assert_allclose(C.astype(np.float64), ref, rtol=2e-3, atol=2e-2)
-    else:  # float16 / bfloat16 products are exact in float32; only the order of the sum differs
+    else:  # float16 / bfloat16 products are exact in float32 (float32 ones round once); the sum's order differs
         np.testing.assert_allclose(C, ref, rtol=1e-4, atol=1e-3)
 
 
@@ -94,6 +96,11 @@ MATRIX_CORE_GEMMS = [
     ("int8_gfx940_16x16", "gfx940", dict(M=128, N=128, K=128, block_M=32, block_N=16, block_K=64, in_dtype="int8",
                                          out_dtype="int32", accum_dtype="int32", transpose_B=True, threads=64),
      "on MFMA v_mfma_i32_16x16x32_i8"),
+    ("fp32_32x32", "gfx90a", dict(M=128, N=128, K=64, block_M=64, block_N=64, block_K=32, in_dtype="float32"),
+     "on MFMA v_mfma_f32_32x32x2f32, 1 x 2 wavefronts"),
+    ("fp32_16x16_transposed_B_gfx940", "gfx940", dict(M=128, N=128, K=64, block_M=32, block_N=16, block_K=32,
+                                                      in_dtype="float32", transpose_B=True, threads=64),
+     "on MFMA v_mfma_f32_16x16x4f32, 1 x 1 wavefronts"),
     ("wmma_fp16", "gfx1100", dict(M=128, N=128, K=64, block_M=64, block_N=64, block_K=32, in_dtype="float16"),
      "on WMMA v_wmma_f32_16x16x16_f16, 2 x 2 wavefronts"),
     ("wmma_bf16", "gfx1100", dict(M=128, N=128, K=64, block_M=64, block_N=64, block_K=32, in_dtype="bfloat16"),

@@ -176,6 +176,9 @@ TL_DEVICE void store_vec(T* p, const V& v) {
     detail::store_vec(c, __builtin_amdgcn_##name(detail::load_vec<InVec>(a), detail::load_vec<InVec>(b), \
                                                  detail::load_vec<detail::AccVec>(c), 0, 0, 0)); \
   }
+// float32: one value of A and of B per lane.
+TL_MFMA(mfma_f32_32x32x2f32, float, mc_f32x16, float, float)
+TL_MFMA(mfma_f32_16x16x4f32, float, mc_f32x4, float, float)
 TL_MFMA(mfma_f32_32x32x8f16, float, mc_f32x16, __half, detail::mc_f16x4)
 TL_MFMA(mfma_f32_16x16x16f16, float, mc_f32x4, __half, detail::mc_f16x4)
 // gfx90a's bfloat16 "_1k" instructions; gfx94x names them v_mfma_f32_32x32x8_bf16 etc.

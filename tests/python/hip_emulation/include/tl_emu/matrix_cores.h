@@ -44,6 +44,9 @@ Slot cdna_b(int k, int j) { return {N * (k / KL) + j, k % KL}; }
 inline Slot cdna_d32(int i, int j) { return {(32 * (i / 4)) % 64 + j, 4 * (i / 8) + i % 4}; }
 inline Slot cdna_d16(int i, int j) { return {16 * (i / 4) + j, i % 4}; }
 
+// v_mfma_f32_32x32x2f32 and v_mfma_f32_16x16x4f32: one float32 of A (and of B) per lane.
+inline constexpr MatrixShape kMfma32x32x2{"v_mfma_f32_32x32x2f32", 32, 32, 2, cdna_a<32, 1>, cdna_b<32, 1>, cdna_d32, 1};
+inline constexpr MatrixShape kMfma16x16x4{"v_mfma_f32_16x16x4f32", 16, 16, 4, cdna_a<16, 1>, cdna_b<16, 1>, cdna_d16, 1};
 // v_mfma_f32_32x32x8f16, _32x32x8bf16_1k, v_mfma_i32_32x32x8i8: 4 values per lane.
 inline constexpr MatrixShape kMfma32x32x8{"v_mfma_*_32x32x8", 32, 32, 8, cdna_a<32, 4>, cdna_b<32, 4>, cdna_d32, 1};
 // v_mfma_f32_16x16x16f16, _16x16x16bf16_1k, v_mfma_i32_16x16x16i8: 4 values per lane.
@@ -62,7 +65,7 @@ inline Slot rdna3_d(int i, int j) { return {16 * (i % 2) + j, i / 2}; }
 inline constexpr MatrixShape kWmma16x16x16{"v_wmma_*_16x16x16", 16, 16, 16, rdna3_a, rdna3_b, rdna3_d, 2};
 
 // How the values of A and B are read.
-enum class Input { f16, bf16, i8, u8 };
+enum class Input { f16, bf16, i8, u8, f32 };
 
 inline double input_value(const unsigned char* lane, int item, Input in) {
   switch (in) {
@@ -79,6 +82,11 @@ inline double input_value(const unsigned char* lane, int item, Input in) {
       std::memcpy(&f, &wide, 4);
       return f;
     }
+    case Input::f32: {
+      float f;
+      std::memcpy(&f, lane + 4 * item, 4);
+      return f;
+    }
     case Input::i8:
       return static_cast<int8_t>(lane[item]);
     case Input::u8:
@@ -87,7 +95,7 @@ inline double input_value(const unsigned char* lane, int item, Input in) {
   return 0;
 }
 
-inline int input_bytes(Input in) { return in == Input::f16 || in == Input::bf16 ? 2 : 1; }
+inline int input_bytes(Input in) { return in == Input::f32 ? 4 : in == Input::f16 || in == Input::bf16 ? 2 : 1; }
 
 // D = A B + C over the deposits of the wavefront. Float products accumulate in float in k
 // order (each f16 / bf16 product is exact in float); integer ones wrap to 32 bits, or
@@ -172,6 +180,8 @@ inline void no_modifiers(const char* name, int cbsz, int abid, int blgp) {
     tl_emu::no_modifiers(#name, cbsz, abid, blgp);                                         \
     return tl_emu::matrix_op(shape, input, input, a, b, c);                                       \
   }
+TL_EMU_MFMA(mfma_f32_32x32x2f32, tl_emu::kMfma32x32x2, tl_emu::Input::f32)
+TL_EMU_MFMA(mfma_f32_16x16x4f32, tl_emu::kMfma16x16x4, tl_emu::Input::f32)
 TL_EMU_MFMA(mfma_f32_32x32x8f16, tl_emu::kMfma32x32x8, tl_emu::Input::f16)
 TL_EMU_MFMA(mfma_f32_16x16x16f16, tl_emu::kMfma16x16x16, tl_emu::Input::f16)
 TL_EMU_MFMA(mfma_f32_32x32x8bf16_1k, tl_emu::kMfma32x32x8, tl_emu::Input::bf16)
