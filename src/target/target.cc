@@ -1,5 +1,7 @@
 #include "target/target.h"
 
+#include <algorithm>
+
 #include <sstream>
 #include <vector>
 
@@ -116,6 +118,18 @@ std::string Target::str() const {
 
 // CDNA 2 (MI200), CDNA 3 (MI300), CDNA 4 (MI350); RDNA 3 and RDNA 4.
 const char* const Target::kHipArchs[] = {"gfx90a", "gfx940", "gfx942", "gfx950", "gfx1100", "gfx1201", nullptr};
+
+int64_t Target::register_bytes(int64_t threads) const {
+  if (kind == "cuda") return 255 * 4;
+  if (kind != "hip" || arch.empty()) return 0;
+  int64_t wave = hip_wave_size(arch);
+  // A block's wavefronts are spread over the compute unit's 4 SIMDs; registers are given in
+  // granules of 8.
+  int64_t per_simd = std::max<int64_t>(1, ((threads + wave - 1) / wave + 3) / 4);
+  bool cdna = wave == 64;
+  int64_t regs = std::min<int64_t>(cdna ? 512 : 256, (cdna ? 512 : 1536) / per_simd) / 8 * 8;
+  return regs * 4;
+}
 
 int Target::hip_wave_size(const std::string& arch) {
   for (const char* const* a = kHipArchs; *a; ++a)

@@ -56,6 +56,12 @@ struct Target {
     if (kind == "hip") return hip_wave_size(arch);
     return kind == "webgpu" && subgroup > 1 ? subgroup : 1;
   }
+  // Bytes of registers one thread of a block of `threads` threads can have (what its arrays
+  // may take before the rest goes to local memory / scratch, a slower path); 0 where that
+  // is not known. CUDA: 255 registers. CDNA: a SIMD's 512 registers a lane (256 vector and
+  // 256 accumulation) shared by the block's wavefronts on it; RDNA: up to 256 of a SIMD's
+  // 1536 (wave32), shared likewise.
+  int64_t register_bytes(int64_t threads) const;
   // The AMD architectures target hip knows, in the order error messages list them.
   static const char* const kHipArchs[];
   // The wavefront of an AMD architecture: 64 on the CDNA parts (gfx9xx), 32 on RDNA

@@ -11,7 +11,7 @@ namespace {
 
 class Budget : public IRVisitor {
  public:
-  explicit Budget(const Target& target) : limit_(target.max_thread_array_bytes), cuda_(target.kind == "cuda") {
+  explicit Budget(const Target& target) : target_(target), limit_(target.max_thread_array_bytes) {
     if (target.kind == "webgpu") {
       prefix_ = "not supported on webgpu: ";
       what_ = "WGSL allows " + std::to_string(limit_) + " bytes of function-scope variables per invocation";
@@ -26,10 +26,14 @@ class Budget : public IRVisitor {
   void visit_kernel(const KernelNode* k) override {
     bytes_ = 0;
     IRVisitor::visit_kernel(k);
-    if (cuda_ && bytes_ > kCudaRegisterBytes)
+    int64_t regs = target_.register_bytes(k->num_threads());
+    if (regs && bytes_ > regs)
       report.push_back(k->span.str() + ": each thread holds " + std::to_string(bytes_) +
-                       " bytes of arrays [slower path: more than the 255 registers (1020 bytes) a thread has; "
-                       "the rest lives in local memory]");
+                       " bytes of arrays [slower path: more than the " + std::to_string(regs / 4) + " registers (" +
+                       std::to_string(regs) + " bytes) a thread " +
+                       (target_.kind == "hip" ? "of a " + std::to_string(k->num_threads()) + "-thread block has; "
+                                                "the rest lives in scratch memory]"
+                                              : "has; the rest lives in local memory]"));
   }
   void visit_allocate(const AllocateNode* n) override {
     const Buffer& b = n->buffer;
@@ -54,8 +58,8 @@ class Budget : public IRVisitor {
   }
 
  private:
+  const Target& target_;
   int64_t limit_;
-  bool cuda_;
   // WebGPU's limit is WGSL's for function-scope variables; CUDA's is the compile time of
   // fully unrolled per-thread arrays.
   std::string prefix_, what_;

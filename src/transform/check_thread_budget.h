@@ -10,9 +10,10 @@ namespace tl {
 
 // Per kernel, the bytes of all `local` arrays of constant size: over the target's
 // max_thread_array_bytes (CUDA: 16 KiB, 4096 floats a thread, past which NVRTC takes
-// minutes; WebGPU: WGSL's 8 KiB of function-scope variables) is an error; on CUDA, over
-// the 255 registers (1020 bytes) a thread has, the lowering report says the rest lives in
-// local memory (a slower path).
+// minutes; WebGPU: WGSL's 8 KiB of function-scope variables) is an error; over the
+// registers a thread has (Target::register_bytes: CUDA's 255, an AMD SIMD's share per
+// wavefront), the lowering report says the rest lives in local memory / scratch (a slower
+// path).
 PrimFunc check_thread_budget(const PrimFunc& f, const Target& target);
 
 // Bytes of the `local` arrays of constant size in a kernel, per thread.

@@ -441,3 +441,33 @@ def test_no_device_behind_the_runtime(fake_hip_runtime, monkeypatch):
     with pytest.raises(TileLangUnsupportedError, match=r"no AMD GPU is present \(hipGetDeviceCount: "
                                                        r"hipErrorNoDevice\)"):
         kernel(x, np.empty_like(x), 1.0, 0)
+
+
+# ---------------------------------------------------------------------- registers
+
+def _per_thread_array(threads, floats):
+    @T.prim_func
+    def main(A: T.Tensor((threads * floats,), "float32")):
+        with T.Kernel(1, threads=threads) as _:
+            acc = T.alloc_local((floats,), "float32")
+            tx = T.get_thread_binding()
+            for k in T.serial(floats):
+                acc[k] = A[tx * floats + k]
+            for k in T.serial(floats):
+                A[tx * floats + k] = acc[k] * 2.0
+    return main
+
+
+@pytest.mark.parametrize("arch, threads, report", [
+    ("gfx90a", 256, None),  # 4 wavefronts, one a SIMD: 512 registers (2048 bytes) each
+    ("gfx90a", 1024, "more than the 128 registers (512 bytes) a thread of a 1024-thread block has"),
+    ("gfx1100", 256, "more than the 256 registers (1024 bytes) a thread of a 256-thread block has"),
+])
+def test_register_budget_per_architecture(arch, threads, report):
+    lowered = _C.lower(_per_thread_array(threads, 300).handle, f"hip -arch={arch}")  # 1200 bytes a thread
+    text = lowered.lowering_report()
+    if report is None:
+        assert "slower path: more than" not in text, text
+    else:
+        assert f"each thread holds 1200 bytes of arrays [slower path: {report}; the rest lives in scratch memory]" \
+            in text, text
