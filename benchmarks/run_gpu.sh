@@ -16,6 +16,15 @@
 #                                         examples, then the FlashAttention forward sweep against
 #                                         cuDNN and upstream TileLang and the backward sweep against
 #                                         cuDNN / flash SDPA)
+#   bash benchmarks/run_gpu.sh programs [--only PATTERN]  (build, then upstream TileLang's own
+#                                         programs, unchanged, each in its own process on cuda:
+#                                         benchmarks/upstream_programs.py over
+#                                         .upstream_programs/MANIFEST.txt, which the device call
+#                                         must carry; one JSON line a program in programs.jsonl,
+#                                         the table in programs_table.txt, each program's output
+#                                         in programs_logs.tgz. PROGRAMS_JOBS programs at a time
+#                                         (default 4), PROGRAM_TIMEOUT s each (120), PROGRAMS_TIMEOUT
+#                                         s in all (420); extra arguments go to the script)
 # The webgpu suite runs too when `import wgpu` works. On a machine without the Vulkan
 # loader, unpack Debian's libvulkan1 (and friends) into / first and point the loader at
 # the driver, e.g. VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json;
@@ -147,6 +156,22 @@ if [ "$ONLY" = hopper ]; then
   # Every configuration's figure, the logs and the kernels' sources in one archive (a
   # device call brings back few files).
   (cd "$LOGS" && tar -czf logs.tgz --remove-files $(ls | grep -v -e '^hopper_table.txt$' -e '^logs.tgz$'))
+  exit 0
+fi
+if [ "$ONLY" = programs ]; then
+  # Upstream's programs as they are: what passes, and where each of the others stops (a missing
+  # name, a compile error, a wrong result). The table is rebuilt from the JSON lines, so a run
+  # cut short by the overall limit still reports the programs it finished.
+  shift
+  echo "== upstream programs on cuda"
+  timeout ${PROGRAMS_TIMEOUT:-420} $PY benchmarks/upstream_programs.py --target cuda --jobs ${PROGRAMS_JOBS:-4} \
+    --timeout ${PROGRAM_TIMEOUT:-120} --out "$LOGS/programs.jsonl" --logs "$LOGS/programs_logs" "$@" \
+    > "$LOGS/programs_run.txt" 2> "$LOGS/programs_progress.txt"
+  [ $? -eq 124 ] && echo "(stopped at the overall limit of ${PROGRAMS_TIMEOUT:-420} s)"
+  tail -3 "$LOGS/programs_progress.txt"
+  [ -s "$LOGS/programs.jsonl" ] && $PY benchmarks/upstream_programs.py --summarize "$LOGS/programs.jsonl" \
+    | tee "$LOGS/programs_table.txt" | tail -60
+  [ -d "$LOGS/programs_logs" ] && (cd "$LOGS" && tar -czf programs_logs.tgz --remove-files programs_logs)
   exit 0
 fi
 if [ "$tests" = ON ] && [ "$ONLY" != webgpu ]; then
