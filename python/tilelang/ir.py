@@ -72,6 +72,19 @@ def _extent(x):
     return v if isinstance(v, int) else x
 
 
+class BufferData:
+    """The storage of a buffer, as `A.data` names it: what T.Tensor(shape, dtype, A.data)
+    declares a buffer over."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def __repr__(self):
+        return f"{self.buffer.name}.data"
+
+
 class Buffer:
     """A buffer of the kernel: indexing gives an element (A[i, j]) or a region (A[0:64, k])."""
 
@@ -83,6 +96,9 @@ class Buffer:
     name = property(lambda self: self.handle.name)
     dtype = property(lambda self: self.handle.dtype)
     scope = property(lambda self: self.handle.scope)
+    # The buffer's storage (upstream's data pointer): T.Tensor(shape, dtype, A.data) is a
+    # buffer over it.
+    data = property(lambda self: BufferData(self))
 
     @property
     def shape(self):

@@ -463,3 +463,258 @@ def test_jit_impl_par_compile_and_bad_factory(cache_dir):
 
     with pytest.raises(TypeError, match="must return a @T.prim_func, got int"):
         not_a_kernel.compile(3)
+
+
+# ---------------------------------------------------------------- names upstream programs use
+# (found by running upstream's examples and the tilelang-puzzles solutions unchanged:
+# benchmarks/upstream_programs.py)
+def test_scoped_buffer_annotations_for_macros(cache_dir):
+    from tilelang.language.types import TensorSpec
+    for factory, scope in ((T.SharedBuffer, "shared.dyn"), (T.FragmentBuffer, "local.fragment"),
+                           (T.LocalBuffer, "local")):
+        spec = factory([16, 32], "float16")
+        assert isinstance(spec, TensorSpec) and spec.scope == scope and spec.shape == (16, 32)
+        assert factory[(16,), "float32"].scope == scope
+    assert T.Tensor((4, 4), "float32").scope == "global"
+
+    # the flash-attention examples' macro style: parameters annotated with the scope factories
+    @T.macro
+    def load_scaled(A: T.Tensor((64,), "float32"), A_shared: T.SharedBuffer([16], "float32"),
+                    acc: T.FragmentBuffer([16], "float32"), k: T.int32):
+        T.copy(A[k * 16:(k + 1) * 16], A_shared)
+        for i in T.Parallel(16):
+            acc[i] += A_shared[i] * 2.0
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=16) as bx:
+            A_shared = T.alloc_shared([16], "float32")
+            acc = T.alloc_fragment([16], "float32")
+            T.clear(acc)
+            for k in T.serial(4):
+                load_scaled(A, A_shared, acc, k)
+            T.copy(acc, B)
+
+    k = tilelang.compile(main, out_idx=[-1], target="cpu")
+    a = np.arange(64, dtype=np.float32)
+    np.testing.assert_allclose(k(a), 2.0 * a.reshape(4, 16).sum(0))
+
+
+def test_strided_tensor_takes_upstream_argument_order(cache_dir):
+    M, N = 8, 16
+    spec = T.StridedTensor((M, N), (2 * N, 1), "float16")
+    assert spec.shape == (M, N) and spec.strides == (2 * N, 1) and spec.dtype == "float16"
+    assert T.StridedTensor[(M, N), (2 * N, 1), "float32"].strides == (2 * N, 1)
+    with pytest.raises(ValueError, match="different lengths"):
+        T.StridedTensor((M, N), (1,), "float32")
+
+    @T.prim_func
+    def copy(A: T.StridedTensor((M, N), (2 * N, 1), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            T.copy(A, B)
+
+    k = tilelang.compile(copy, out_idx=[-1], target="cpu")
+    big = np.arange(M * 2 * N, dtype=np.float32).reshape(M, 2 * N)
+    np.testing.assert_array_equal(k(big[:, :N]), big[:, :N])
+
+
+def test_tensor_over_another_buffers_data(cache_dir):
+    # upstream's convolution example: kernel_flat = T.Tensor((KH * KW * C, F), dtype, kernel.data)
+    M, N = 8, 16
+
+    @T.prim_func
+    def flat(A: T.Tensor((M, N), "float32"), B: T.Tensor((N, M), "float32"), C: T.Tensor((M * N,), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            A_flat = T.Tensor((M * N,), "float32", A.data)
+            B_rows = T.Tensor([N, M], "float32", data=B.data)
+            for i in T.serial(M * N):
+                C[i] = A_flat[i] * 2.0 + B_rows[i // M, i % M]
+
+    k = tilelang.compile(flat, out_idx=[-1], target="cpu")
+    a = np.arange(M * N, dtype=np.float32).reshape(M, N)
+    b = np.ones((N, M), np.float32)
+    np.testing.assert_array_equal(k(a, b), a.reshape(-1) * 2 + 1)
+    with pytest.raises(TypeError, match="data must be a buffer's .data"):
+        T.Tensor((4,), "float32", 123)
+
+
+def test_grid_loops(cache_dir):
+    M, N = 4, 8
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            for i, j in T.grid(M, N):
+                B[i, j] = A[i, j] + i * 100 + j
+
+    k = tilelang.compile(main, out_idx=[-1], target="cpu")
+    a = np.random.default_rng(0).standard_normal((M, N)).astype(np.float32)
+    ii, jj = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+    np.testing.assert_allclose(k(a), a + ii * 100 + jj, rtol=1e-6)
+    with pytest.raises(TypeError, match="at least one extent"):
+        T.grid()
+
+
+def test_if_then_else_frames(cache_dir):
+    N = 64
+
+    # upstream's grouped GEMM example: `with T.If(i < actual_rows), T.Then():`
+    @T.prim_func
+    def then_only(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(N // 16, threads=16) as bx:
+            for i in T.Parallel(16):
+                with T.If(A[bx * 16 + i] > 0), T.Then():
+                    B[bx * 16 + i] = A[bx * 16 + i]
+
+    @T.prim_func
+    def then_else(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(N // 16, threads=16) as bx:
+            for i in T.Parallel(16):
+                with T.If(A[bx * 16 + i] > 0):
+                    with T.Then():
+                        B[bx * 16 + i] = A[bx * 16 + i]
+                    with T.Else():
+                        B[bx * 16 + i] = -1.0
+
+    a = np.linspace(-1, 1, N).astype(np.float32)
+    b = np.full(N, 7.0, np.float32)
+    tilelang.compile(then_only, target="cpu")(a, b)
+    np.testing.assert_array_equal(b, np.where(a > 0, a, 7.0))
+    np.testing.assert_array_equal(tilelang.compile(then_else, out_idx=[-1], target="cpu")(a),
+                                  np.where(a > 0, a, -1.0))
+
+    with pytest.raises(tilelang.errors.TileLangSyntaxError, match=r"T.Then\(\) outside"):
+        @T.prim_func
+        def stray_then(A: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=16) as bx:
+                with T.Then():
+                    A[0] = 1.0
+
+    with pytest.raises(tilelang.errors.TileLangSyntaxError, match=r"with T.Then\(\):"):
+        @T.prim_func
+        def else_first(A: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=16) as bx:
+                with T.If(A[0] > 0):
+                    with T.Else():
+                        A[0] = 1.0
+
+
+def test_clamp(cache_dir):
+    assert T.clamp(5, 0, 3) == 3 and T.clamp(-1, 0, 3) == 0 and T.clamp(2, 0, 3) == 2
+    N = 64
+
+    # upstream's per-token FP8 cast: T.clamp(y / s, fp8_min, fp8_max)
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(N):
+                B[i] = T.clamp(A[i] * 4.0, -1.5, 0.75)
+
+    a = np.linspace(-1, 1, N).astype(np.float32)
+    np.testing.assert_array_equal(tilelang.compile(main, out_idx=[-1], target="cpu")(a),
+                                  np.clip(a * 4.0, -1.5, 0.75))
+
+
+def test_address_of(cache_dir):
+    N = 16
+    source = 'extern "C" inline void triple(float* p) { p[0] = 3.0f * p[0]; }\n'
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=1, prelude=source) as bx:
+            for i in T.serial(N):
+                T.call_extern("handle", "triple", T.address_of(A[i]))
+
+    a = np.arange(N, dtype=np.float32)
+    b = a.copy()
+    tilelang.compile(main, target="cpu")(b)
+    np.testing.assert_array_equal(b, 3 * a)
+
+    with pytest.raises(tilelang.errors.TileLangTypeError, match="T.address_of: expected a buffer element"):
+        @T.prim_func
+        def not_an_element(A: T.Tensor((N,), "float32")):
+            with T.Kernel(1, threads=1) as bx:
+                T.call_extern("handle", "triple", T.address_of(A))
+
+
+def test_carver_driver_device_queries(monkeypatch):
+    from tilelang.carver.arch import driver
+    import tilelang.carver.arch.driver as same
+    assert driver is same
+
+    class FakeDriver:
+        """libcuda's entry points for one device, the attributes of an H100 SXM."""
+        attrs = {driver.MULTIPROCESSOR_COUNT: 132, driver.MAX_SHARED_MEMORY_PER_BLOCK: 48 * 1024,
+                 driver.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: 228 * 1024, driver.MAX_REGISTERS_PER_BLOCK: 65536,
+                 driver.MAX_PERSISTING_L2_CACHE_SIZE: 32 * 1024 * 1024}
+
+        def cuDeviceGet(self, dev, ordinal):
+            dev._obj.value = ordinal
+            return 0 if ordinal == 0 else 101  # CUDA_ERROR_INVALID_DEVICE
+
+        def cuDeviceGetAttribute(self, value, attr, dev):
+            if attr not in self.attrs:
+                return 1
+            value._obj.value = self.attrs[attr]
+            return 0
+
+        def cuDeviceGetName(self, buf, size, dev):
+            buf.value = b"NVIDIA H100 80GB HBM3"
+            return 0
+
+    monkeypatch.setattr(driver, "_libcuda", FakeDriver())
+    assert driver.get_num_sms() == 132
+    assert driver.get_device_attribute(driver.MULTIPROCESSOR_COUNT, 0) == 132
+    assert driver.get_shared_memory_per_block() == 48 * 1024
+    assert driver.get_shared_memory_per_block(format="kb") == 48
+    assert driver.get_max_dynamic_shared_size_bytes(format="kb") == 228
+    assert driver.get_registers_per_block() == 65536
+    assert driver.get_persisting_l2_cache_max_size() == 32 * 1024 * 1024
+    assert driver.get_device_name() == "NVIDIA H100 80GB HBM3"
+    assert driver.get_device_attribute(12345) is None
+    assert driver.get_device_attribute(driver.MULTIPROCESSOR_COUNT, device_id=1) is None
+    with pytest.raises(RuntimeError, match="Failed to get device properties"):
+        driver.get_num_sms(1)
+    with pytest.raises(ValueError, match="Invalid format"):
+        driver.get_shared_memory_per_block(format="gb")
+
+    # no driver at all (this machine without a GPU, or a driver that does not initialise)
+    monkeypatch.setattr(driver, "_libcuda", False)
+    assert driver.get_device_attribute(driver.MULTIPROCESSOR_COUNT) is None
+    with pytest.raises(RuntimeError, match="no CUDA driver or device"):
+        driver.get_num_sms()
+
+
+def test_alloc_buffer_by_scope(cache_dir):
+    # upstream's FP4 dequantised GEMM: a split-K partial sum in a global workspace made by
+    # T.alloc_buffer before the kernels, reduced by a second kernel
+    M, S = 64, 4
+
+    @T.prim_func
+    def split_sum(A: T.Tensor((S, M), "float32"), B: T.Tensor((M,), "float32")):
+        W = T.alloc_buffer([S, M], "float32")
+        with T.Kernel(S, threads=32) as bz:
+            tile = T.alloc_buffer([M], "float32", scope="shared")
+            acc = T.alloc_buffer([M], "float32", scope="local.fragment")
+            T.copy(A[bz, 0:M], tile)
+            for i in T.Parallel(M):
+                acc[i] = tile[i] * (bz + 1)
+            T.copy(acc, W[bz, 0:M])
+        with T.Kernel(1, threads=32) as bx:
+            total = T.alloc_buffer([M], "float32", scope="local.fragment")
+            T.clear(total)
+            for k in T.serial(S):
+                for i in T.Parallel(M):
+                    total[i] += W[k, i]
+            T.copy(total, B)
+
+    assert len(split_sum.workspace_idx) == 1
+    k = tilelang.compile(split_sum, out_idx=[-1], target="cpu")
+    a = np.random.default_rng(2).standard_normal((S, M)).astype(np.float32)
+    np.testing.assert_allclose(k(a), (a * np.arange(1, S + 1, dtype=np.float32)[:, None]).sum(0), rtol=1e-5)
+
+    with pytest.raises(tilelang.errors.TileLangTypeError, match="T.alloc_buffer: scope 'texture'"):
+        @T.prim_func
+        def bad(A: T.Tensor((M,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                T.alloc_buffer([M], "float32", scope="texture")

@@ -6,8 +6,9 @@ from ..parser.parser import Macro, macro
 from . import fp8  # noqa: F401 - tilelang.language.fp8
 from .eager import empty
 from .bitwise import bitwise_and, bitwise_not, bitwise_or, bitwise_xor, shift_left, shift_right
-from .alloc import alloc_fragment, alloc_global, alloc_local, alloc_reducer, alloc_shared, alloc_var, reshape, view
-from .extern import CUDASourceCodeKernel, access_ptr, call_extern, evaluate, import_source, reinterpret
+from .alloc import (alloc_buffer, alloc_fragment, alloc_global, alloc_local, alloc_reducer, alloc_shared, alloc_var,
+                    reshape, view)
+from .extern import CUDASourceCodeKernel, access_ptr, address_of, call_extern, evaluate, import_source, reinterpret
 from ..layout import Fragment, Layout
 from .hopper import (alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive,
                      barrier_wait, create_list_of_mbarrier, dec_max_nreg, disable_warp_group_reg_alloc,
@@ -17,8 +18,9 @@ from .hopper import (alloc_barrier, annotate_consumer_reg_alloc, annotate_produc
 from .cluster import (alloc_cluster_barrier, block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed,
                       cluster_sync, cluster_wait, copy_cluster)
 from .kernel import ClusterKernel, Kernel, get_thread_binding, get_thread_bindings, use_swizzle, wait_wgmma
-from .loops import Parallel, Persistent, Pipelined, Serial, serial, thread_binding, unroll, vectorized
-from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil, ceildiv, const, cos, erf,
+from .frames import Else, If, Then
+from .loops import Parallel, Persistent, Pipelined, Serial, grid, serial, thread_binding, unroll, vectorized
+from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil, ceildiv, clamp, const, cos, erf,
                    exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, isinf, isnan,
                    log, log1p, log2, log10, max, max_value, min, min_value, pow, round, rsqrt, sigmoid, sin,
                    sqrt, tan, tanh, trunc, truncdiv, truncmod)
@@ -26,7 +28,8 @@ from .prim_func import prim_func
 from .tile_ops import (annotate_layout, atomic_add, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm, print, tma_copy,
                        wgmma_gemm,
                        reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
-from .types import (Buffer, GemmWarpPolicy, StridedTensor, Tensor, bfloat16, bool, double, dynamic, float,
+from .types import (Buffer, FragmentBuffer, GemmWarpPolicy, LocalBuffer, SharedBuffer, StridedTensor, Tensor,
+                    bfloat16, bool, double, dynamic, float,
                     dtype, float4_e2m1fn, float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,
                     int4, int8, int16, int32, int64, symbolic, uint4, uint8, uint16, uint32, uint64)
 

@@ -49,6 +49,23 @@ def alloc_reducer(shape, dtype, op="sum", replication=None):
     return alloc_fragment(shape, dtype)
 
 
+def alloc_buffer(shape, dtype="float32", scope="global"):
+    """TVM script's buffer allocation, which upstream programs use too: by scope, a global
+    workspace (declared before `with T.Kernel`, as T.alloc_global), a shared tile, a
+    fragment or a per-thread array."""
+    if scope == "global":
+        return alloc_global(shape, dtype)
+    if scope in ("shared", "shared.dyn"):
+        return alloc_shared(shape, dtype, scope)
+    if scope == "local.fragment":
+        return alloc_fragment(shape, dtype)
+    if scope == "local":
+        return alloc_local(shape, dtype)
+    from ..errors import TileLangTypeError
+    raise _builder.error(TileLangTypeError, f"T.alloc_buffer: scope {scope!r} is not one of 'global', 'shared', "
+                         "'shared.dyn', 'local.fragment' and 'local'")
+
+
 def _unsupported(what, hint):
     from ..errors import TileLangUnsupportedError
     raise _builder.error(TileLangUnsupportedError, f"{what} is not supported by this compiler yet", hint)

@@ -142,6 +142,17 @@ def access_ptr(base, access_type="r", *extents, offset=0, extent=None, ignore_la
     return _C.call_typed("handle", "address_of", [load, _as_expr(offset)])
 
 
+def address_of(element):
+    """The address of a buffer element (A[i, j]): upstream's T.address_of, the pointer
+    T.access_ptr(A[i, j]) gives."""
+    from ..ir import is_expr
+    _builder.require("T.address_of")
+    if not (is_expr(element) and element.kind == "BufferLoad"):
+        raise _builder.error(TileLangTypeError, f"T.address_of: expected a buffer element such as A[i, j], got "
+                             f"{type(element).__name__}")
+    return access_ptr(element, "rw")
+
+
 def reinterpret(*args):
     """The bits of a value as another type of the same width: T.reinterpret(value, dtype)
     (upstream's order; T.reinterpret(dtype, value) as in TVM is accepted too)."""

@@ -71,6 +71,14 @@ def serial(*args, annotations=None):
 Serial = serial  # the capitalised spelling, as T.Parallel / T.Pipelined
 
 
+def grid(*extents):
+    """`for i, j in T.grid(M, N)`: sequential loops nested in order, each from 0 (TVM
+    script's T.grid, which upstream programs use for serial copies)."""
+    if not extents:
+        raise TypeError("T.grid needs at least one extent")
+    return LoopSpec("serial", [(0, e) for e in extents])
+
+
 def thread_binding(start, stop=None, thread=None, annotations=None):
     """`for tx in T.thread_binding(128, thread="threadIdx.x")`: the loop's variable is the
     thread index of the enclosing T.Kernel along that axis (no loop is made). The range must

@@ -79,6 +79,12 @@ def min(a, b, *rest):  # noqa: A001
     return out
 
 
+def clamp(x, lo, hi):
+    """x limited to [lo, hi]: min(max(x, lo), hi), as upstream (the max first, so hi wins
+    when lo > hi)."""
+    return min(max(x, lo), hi)
+
+
 def ceildiv(a, b):
     """(a + b - 1) // b."""
     if not _any_expr(a, b):

@@ -35,20 +35,65 @@ class TensorSpec:
 
 
 class _TensorFactory:
-    """T.Tensor(shape, dtype) and T.Tensor[shape, dtype] both make an annotation."""
+    """T.Tensor(shape, dtype) and T.Tensor[shape, dtype] both make an annotation. Inside a
+    kernel, T.Tensor(shape, dtype, X.data) is buffer X's storage seen with that shape and
+    dtype (upstream's way of declaring a buffer over another's data; T.view's meaning)."""
 
-    def __call__(self, shape, dtype="float32", strides=None, scope="global", **kwargs):
-        return TensorSpec(shape, dtype, strides, scope)
+    scope = "global"
+
+    def __call__(self, shape, dtype="float32", data=None, strides=None, elem_offset=None, scope=None, **kwargs):
+        if data is not None:
+            return _over_data(data, shape, dtype)
+        return TensorSpec(shape, dtype, strides, scope or self.scope)
 
     def __getitem__(self, key):
         if not isinstance(key, tuple) or len(key) != 2:
             raise TypeError("T.Tensor[shape, dtype] takes a shape and a dtype")
-        return TensorSpec(key[0], key[1])
+        return TensorSpec(key[0], key[1], scope=self.scope)
+
+
+class _ScopedBufferFactory(_TensorFactory):
+    """T.SharedBuffer / T.FragmentBuffer / T.LocalBuffer: the annotation of a buffer of that
+    scope, as upstream, for the parameters of a T.macro (which take the caller's buffers as
+    they are; the annotation documents them)."""
+
+    def __init__(self, scope):
+        self.scope = scope
+
+
+class _StridedTensorFactory:
+    """T.StridedTensor(shape, strides, dtype): a global tensor with the given strides (in
+    elements, the last one 1), upstream's argument order."""
+
+    def __call__(self, shape, strides, dtype="float32"):
+        if not isinstance(shape, (tuple, list)):
+            shape = (shape,)
+        if not isinstance(strides, (tuple, list)):
+            strides = (strides,)
+        if len(shape) != len(strides):
+            raise ValueError("T.StridedTensor: shape and strides have different lengths")
+        return TensorSpec(shape, dtype, strides)
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple) or len(key) != 3:
+            raise TypeError("T.StridedTensor[shape, strides, dtype] takes a shape, strides and a dtype")
+        return self(*key)
+
+
+def _over_data(data, shape, dtype):
+    from ..ir import BufferData
+    from .alloc import view
+    if not isinstance(data, BufferData):
+        raise TypeError(f"T.Tensor(shape, dtype, data): data must be a buffer's .data, got {type(data).__name__}")
+    return view(data.buffer, shape if isinstance(shape, (tuple, list)) else (shape,), dtype)
 
 
 Tensor = _TensorFactory()
 Buffer = _TensorFactory()
-StridedTensor = _TensorFactory()
+StridedTensor = _StridedTensorFactory()
+SharedBuffer = _ScopedBufferFactory("shared.dyn")
+FragmentBuffer = _ScopedBufferFactory("local.fragment")
+LocalBuffer = _ScopedBufferFactory("local")
 
 
 def dynamic(name: str, dtype: str = "int32"):

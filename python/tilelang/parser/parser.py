@@ -293,14 +293,39 @@ class Parser:
             raise self.error(TileLangError, f"kernel assertion failed: {msg}", node)
 
     def stmt_If(self, node):
-        cond = self.ev(node.test)
+        self.branch(self.ev(node.test), node.body, node.orelse, node)
+
+    def branch(self, cond, then_stmts, else_stmts, node):
         if not is_expr(cond) or cond.kind == "IntImm":
-            self.visit_body(node.body if cond else node.orelse)  # decided at parse time
+            self.visit_body(then_stmts if cond else else_stmts)  # decided at parse time
             return
-        then_body = self.ir_block(node.body)
-        else_body = self.ir_block(node.orelse) if node.orelse else None
+        then_body = self.ir_block(then_stmts)
+        else_body = self.ir_block(else_stmts) if else_stmts else None
         self.builder.set_line(node.lineno, node.col_offset)
         self.builder.emit(_C.if_(cond, then_body, else_body))
+
+    def if_frame(self, node, cond):
+        """`with T.If(c), T.Then(): body`, or `with T.If(c):` holding `with T.Then():` and
+        an optional `with T.Else():`: the branch `if c: ... else: ...`."""
+        from ..language.frames import ElseFrame, ThenFrame
+        if len(node.items) == 2:
+            if not isinstance(self.ev(node.items[1].context_expr), ThenFrame):
+                raise self.error(TileLangSyntaxError, "`with T.If(c), ...` takes T.Then() as its second item", node)
+            self.branch(cond, node.body, [], node)
+            return
+        parts = {}
+        for stmt in node.body:
+            frame = None
+            if isinstance(stmt, ast.With) and len(stmt.items) == 1:
+                frame = self.ev(stmt.items[0].context_expr)
+            kind = "then" if isinstance(frame, ThenFrame) else "else" if isinstance(frame, ElseFrame) else None
+            if kind is None or kind in parts or (kind == "else" and "then" not in parts):
+                raise self.error(TileLangSyntaxError, "the body of `with T.If(c):` is `with T.Then():` and then "
+                                 "optionally `with T.Else():`", stmt)
+            parts[kind] = stmt.body
+        if "then" not in parts:
+            raise self.error(TileLangSyntaxError, "`with T.If(c):` has no `with T.Then():` block", node)
+        self.branch(cond, parts["then"], parts.get("else", []), node)
 
     def ir_block(self, stmts, names=None):
         """Parses stmts as a block of kernel code with its own frame and names (`names`
@@ -489,12 +514,19 @@ class Parser:
             self.visit_body(node.orelse)
 
     def stmt_With(self, node):
+        from ..language.frames import ElseFrame, IfFrame, ThenFrame
         from ..language.hopper import WarpSpecializeSpec
         from ..language.kernel import KernelSpec
-        if len(node.items) != 1:
-            raise self.error(TileLangSyntaxError, "a with statement in a kernel takes one T.Kernel(...)", node)
         item = node.items[0]
         spec = self.ev(item.context_expr)
+        if isinstance(spec, IfFrame) and len(node.items) <= 2:
+            self.if_frame(node, spec.cond)
+            return
+        if len(node.items) != 1:
+            raise self.error(TileLangSyntaxError, "a with statement in a kernel takes one T.Kernel(...)", node)
+        if isinstance(spec, (ThenFrame, ElseFrame)):
+            raise self.error(TileLangSyntaxError, f"T.{'Then' if isinstance(spec, ThenFrame) else 'Else'}() "
+                             "outside `with T.If(c):`", node)
         if isinstance(spec, WarpSpecializeSpec):
             self.warp_specialized_block(node, spec)
             return
