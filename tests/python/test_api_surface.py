@@ -718,3 +718,31 @@ def test_alloc_buffer_by_scope(cache_dir):
         def bad(A: T.Tensor((M,), "float32")):
             with T.Kernel(1, threads=32) as bx:
                 T.alloc_buffer([M], "float32", scope="texture")
+
+
+# ---------------------------------------------------------------- T.Kernel repeated
+def test_kernel_repeating_the_enclosing_launch_is_the_same_kernel(target):
+    """A `with T.Kernel(...)` inside one with the same launch names the same blocks (upstream
+    accepts it; a tilelang-puzzles solution repeats the line); another launch is an error."""
+    N, BLOCK = 1024, 256
+
+    @T.prim_func
+    def relu_mul(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(N // BLOCK, threads=128) as bx:
+            with T.Kernel(N // BLOCK, threads=128) as by:
+                for i in T.Parallel(BLOCK):
+                    C[by * BLOCK + i] = T.max(A[bx * BLOCK + i] * B[by * BLOCK + i], 0.0)
+
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal(N).astype(np.float32), rng.standard_normal(N).astype(np.float32)
+    c = np.zeros(N, np.float32)
+    tilelang.compile(relu_mul, target=target)(a, b, c)
+    np.testing.assert_array_equal(c, np.maximum(a * b, 0))
+
+    with pytest.raises(tilelang.errors.TileLangSyntaxError, match="T.Kernel blocks cannot be nested") as e:
+        @T.prim_func
+        def other(A: T.Tensor((N,), "float32")):
+            with T.Kernel(N // BLOCK, threads=128):
+                with T.Kernel(N // BLOCK, threads=256):
+                    A[0] = 1.0
+    assert "same grid, threads and cluster" in str(e.value)

@@ -534,7 +534,15 @@ class Parser:
             raise self.error(TileLangSyntaxError,
                              "the with-blocks in a kernel are `with T.Kernel(...)` and `with T.ws(...)`", node)
         if self.builder.kernels:
-            raise self.error(TileLangSyntaxError, "T.Kernel blocks cannot be nested", node)
+            # A T.Kernel with the enclosing one's launch names the same blocks again (upstream
+            # accepts it; a tilelang-puzzles solution repeats its `with T.Kernel(...)` line).
+            outer = self.kernel_launch
+            if outer is None or not self._same_launch(outer, spec):
+                raise self.error(TileLangSyntaxError, "T.Kernel blocks cannot be nested", node,
+                                 "a T.Kernel inside another is the same kernel only with the same grid, threads "
+                                 "and cluster; write one T.Kernel per launch")
+            self._rebind_kernel(node, item, spec, outer[3])
+            return
         if self.builder.eager is not None and self.builder.eager.reading_signature:
             return  # the signature is known before the kernel body, which needs the shapes' values
         default_names = ["bx", "by", "bz"]
@@ -557,6 +565,7 @@ class Parser:
         if spec.prelude is not None:
             self.builder.prelude.append(spec.prelude)
         self.builder.kernels.append((thread_vars, spec.threads))
+        self.kernel_launch = (list(spec.grid), list(spec.threads), list(spec.cluster or []), block_vars)
         self.builder.push()
         self.scopes.append(Scope(ir=True))
         try:
@@ -569,8 +578,52 @@ class Parser:
             self.scopes.pop()
             body = self.builder.pop()
             self.builder.kernels.pop()
+            self.kernel_launch = None
         self.builder.set_line(node.lineno, node.col_offset)
         self.builder.emit(_C.kernel(block_vars, list(spec.grid), thread_vars, spec.threads, body, spec.cluster or []))
+
+    kernel_launch = None  # (grid, threads, cluster, block vars) of the T.Kernel being parsed
+
+    @staticmethod
+    def _same_launch(outer, spec):
+        def same(xs, ys):
+            ys = list(ys or [])
+            if len(xs) != len(ys):
+                return False
+            for x, y in zip(xs, ys):
+                if isinstance(x, int) and isinstance(y, int):
+                    if x != y:
+                        return False
+                elif isinstance(x, int) or isinstance(y, int):
+                    xe = _C.const(x, "int32") if isinstance(x, int) else x
+                    ye = _C.const(y, "int32") if isinstance(y, int) else y
+                    if not _C.prove_equal(xe, ye):
+                        return False
+                elif not _C.prove_equal(x, y):
+                    return False
+            return True
+        grid, threads, cluster, _ = outer
+        return same(grid, spec.grid) and same(threads, spec.threads) and same(cluster, spec.cluster)
+
+    def _rebind_kernel(self, node, item, spec, block_vars):
+        """The body of a T.Kernel repeating the enclosing launch: its names bound to the
+        enclosing kernel's block indices, its statements part of that kernel."""
+        names = _target_names(item.optional_vars) if item.optional_vars is not None else []
+        if names is None:
+            raise self.error(TileLangSyntaxError, "`as` of T.Kernel takes a name or a tuple of names", node)
+        self.scopes.append(Scope(ir=True))
+        try:
+            if isinstance(item.optional_vars, ast.Name) and len(spec.grid) > 1:
+                self.scopes[-1].names[names[0]] = list(block_vars)
+            else:
+                if len(names) > len(spec.grid):
+                    raise self.error(TileLangTypeError, f"T.Kernel has {len(spec.grid)} grid extent(s) but binds "
+                                     f"{len(names)} name(s)", node)
+                for name, v in zip(names, block_vars):
+                    self.scopes[-1].names[name] = v
+            self.visit_body(node.body)
+        finally:
+            self.scopes.pop()
 
     # ------------------------------------------------------------------ expressions
     def ev(self, node):
