@@ -145,7 +145,7 @@ class Buffer:
                                          f"slice with a step on buffer '{self.name}' is not supported")
                 start = 0 if k.start is None else k.start
                 stop = self.handle.shape[d] if k.stop is None else k.stop
-                ranges.append((start, stop - start))
+                ranges.append((start, _extent(stop, start)))
             else:
                 ranges.append((k, 1))
         return Region(self, ranges)
@@ -156,6 +156,19 @@ class Buffer:
 
     def access_ptr(self, *args, **kwargs):
         raise _builder.error(TileLangSyntaxError, "access_ptr is not supported by this compiler")
+
+
+def _extent(stop, start):
+    """stop - start; when either is a name bound in the kernel (H1 = H0 + 64), the extent is
+    simplified over the names' values, so that `A[H0:H1]` has the tile's constant extent."""
+    extent = stop - start
+    if not (is_expr(stop) or is_expr(start)):
+        return extent
+    b = _builder.current()
+    if b is None or not b.let_values:
+        return extent
+    simple = _C.simplify_with(extent, b.let_values)
+    return simple if simple.kind == "IntImm" else extent
 
 
 class Region:

@@ -294,6 +294,22 @@ void bind_ir(nb::module_& m) {
     return analyzer.can_prove(binary(BinaryOp::EQ, cast(t, x), cast(t, y)));
   });
 
+  // e with the given variables replaced by their values, simplified: a slice's extent over
+  // names bound in the kernel (H1 - H0 with H1 = H0 + 64 is 64).
+  // bindings: (var, value) in the order they were made (a value may use earlier vars), so
+  // they are replaced from the last to the first.
+  m.def("simplify_with", [](nb::handle e, nb::handle bindings) {
+    std::vector<std::pair<const VarNode*, Expr>> lets;
+    for (nb::handle pair : bindings) {
+      Expr v = to_expr(pair[0]);
+      if (auto* node = as<VarNode>(v)) lets.emplace_back(node, to_expr(pair[1]));
+    }
+    Expr out = to_expr(e);
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it) out = substitute(out, {{it->first, it->second}});
+    arith::Analyzer analyzer;
+    return wrap(analyzer.simplify(out));
+  });
+
   nb::class_<PyStmt>(m, "Stmt").def("__repr__", [](const PyStmt& s) { return to_string(s.s); });
   auto stmt_or_null = [](nb::handle h) -> Stmt { return h.is_none() ? nullptr : nb::cast<PyStmt&>(h).s; };
   m.def("seq", [](nb::handle items) {

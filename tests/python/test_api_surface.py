@@ -746,3 +746,21 @@ def test_kernel_repeating_the_enclosing_launch_is_the_same_kernel(target):
                 with T.Kernel(N // BLOCK, threads=256):
                     A[0] = 1.0
     assert "same grid, threads and cluster" in str(e.value)
+
+
+def test_slice_between_two_bound_names_has_the_tiles_extent(target):
+    """`A[H0:H1]` with H1 = H0 + 64 (DeepSeek's sparse MLA writes its head range so) is a
+    64-row region: the extent is simplified over the names' values."""
+    @T.prim_func
+    def rows(A: T.Tensor((4, 256, 32), "float32"), B: T.Tensor((4, 256, 32), "float32")):
+        with T.Kernel(4, 4, threads=128) as (bx, by):
+            S = T.alloc_shared((64, 32), "float32")
+            H0 = by * 64
+            H1 = H0 + 64
+            T.copy(A[bx, H0:H1, :], S)
+            T.copy(S, B[bx, H0:H1, :])
+
+    a = np.random.default_rng(5).standard_normal((4, 256, 32)).astype(np.float32)
+    b = np.zeros_like(a)
+    tilelang.compile(rows, target=target)(a, b)
+    np.testing.assert_array_equal(b, a)

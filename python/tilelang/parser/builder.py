@@ -47,6 +47,9 @@ class Builder:
         self.source_kernel = None  # language.extern.SourceKernel: the body is CUDA source
         self.prelude = []  # source the program imports (T.import_source, T.Kernel(prelude=))
         self.mbarrier_list = None  # T.create_list_of_mbarrier's barriers, addressed by index
+        # (var, value) of the names bound so far (let-bound vars are never rebound), for
+        # extents written as the difference of two of them.
+        self.let_values = []
 
     # -- frames
     def push(self) -> Frame:
@@ -69,6 +72,7 @@ class Builder:
 
     def emit_let(self, var, value):
         self.frames[-1].items.append(("let", var, value))
+        self.let_values.append((var, value))
 
     def take_name(self, default: str) -> str:
         name, self.pending_name = self.pending_name, None
