@@ -1,5 +1,6 @@
 #include "transform/layout_inference.h"
 
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -106,6 +107,7 @@ class LayoutInference : public IRVisitor {
     choose_instructions();
     strict_ = true;
     visit(k.body);
+    decide_scalar_accessed();
     strict_ = false;
     derive_ = true;
     // Derivations from reductions, copies and loops, repeated until nothing changes (a
@@ -398,7 +400,34 @@ class LayoutInference : public IRVisitor {
     IRVisitor::visit_tile_op(n);
   }
 
+  // Fragments read or written by a statement outside T.Parallel loops: every thread runs
+  // that statement, so every thread holds every element (upstream's `lse[0] = ...`).
+  void visit_load(const BufferLoadNode* n) override {
+    note_scalar_access(n->buffer, n->span);
+    IRVisitor::visit_load(n);
+  }
+  void visit_store(const BufferStoreNode* n) override {
+    note_scalar_access(n->buffer, n->span);
+    IRVisitor::visit_store(n);
+  }
+  void note_scalar_access(const Buffer& b, Span span) {
+    if (!derive_ && !strict_ && parallel_depth_ == 0 && b->is_fragment()) scalar_accessed_.emplace(b.get(), std::make_pair(b, span));
+  }
+  void decide_scalar_accessed() {
+    for (auto& [node, use] : scalar_accessed_) {
+      const Buffer& b = use.first;
+      decide(b, TilePartition::broadcast(constant_shape(b, use.second), regions_.threads_of(node)), use.second);
+    }
+  }
+
   void visit_for(const ForNode* n) override {
+    if (!derive_ && !strict_) {
+      bool parallel = n->for_kind == ForKind::Parallel;
+      parallel_depth_ += parallel;
+      IRVisitor::visit_for(n);
+      parallel_depth_ -= parallel;
+      return;
+    }
     if (!derive_ || n->for_kind != ForKind::Parallel) return IRVisitor::visit_for(n);
     // The nest's variables, outermost first.
     std::vector<const VarNode*> vars;
@@ -511,6 +540,9 @@ class LayoutInference : public IRVisitor {
   const Target& target_;
   RegionThreads regions_;  // the threads of each fragment and T.gemm (T.ws regions)
   bool strict_ = false;
+  int parallel_depth_ = 0;
+  // Fragments accessed outside T.Parallel, with the first such access (std::map: a fixed order).
+  std::map<const BufferNode*, std::pair<Buffer, Span>> scalar_accessed_;
   std::vector<const TileOpNode*> gemm_ops_;
   std::vector<std::pair<const BufferNode*, const BufferNode*>> fragment_copies_;  // (src, dst)
   std::unordered_map<const BufferNode*, SharedSwizzle> swizzled_;

@@ -153,8 +153,18 @@ class ThreadLowering : public IRMutator {
     return IRMutator::mutate_call(e, n);
   }
 
+  // Outside T.Parallel every thread runs the statement: a fragment every thread holds whole
+  // (layout inference gives that to fragments used so) is read and written in each copy.
+  bool held_whole(const Buffer& b) const {
+    if (!layouts_) return false;
+    auto it = layouts_->fragments.find(b.get());
+    if (it == layouts_->fragments.end()) return false;
+    int64_t n = 1;
+    for (int64_t e : it->second.shape()) n *= e;
+    return it->second.local_size() == n && it->second.replicas() == threads_;
+  }
   Stmt mutate_store(const Stmt& s, const BufferStoreNode* n) override {
-    if (n->buffer->is_fragment() && !in_thread_code_)
+    if (n->buffer->is_fragment() && !in_thread_code_ && !held_whole(n->buffer))
       fail(ErrorKind::Layout, n->span,
            "element of fragment '" + n->buffer->name + "' written outside a T.Parallel loop: on target " +
                target_.kind + " each thread holds only part of a fragment",
@@ -162,7 +172,7 @@ class ThreadLowering : public IRMutator {
     return IRMutator::mutate_store(s, n);
   }
   Expr mutate_load(const Expr& e, const BufferLoadNode* n) override {
-    if (n->buffer->is_fragment() && !in_thread_code_)
+    if (n->buffer->is_fragment() && !in_thread_code_ && !held_whole(n->buffer))
       fail(ErrorKind::Layout, n->span,
            "element of fragment '" + n->buffer->name + "' read outside a T.Parallel loop: on target " +
                target_.kind + " each thread holds only part of a fragment",

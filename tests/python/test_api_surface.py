@@ -764,3 +764,65 @@ def test_slice_between_two_bound_names_has_the_tiles_extent(target):
     b = np.zeros_like(a)
     tilelang.compile(rows, target=target)(a, b)
     np.testing.assert_array_equal(b, a)
+
+
+def _online_softmax(M, N, BN):
+    """Upstream's online-softmax pattern: a running log-sum-exp kept in a one-element
+    fragment and updated by a statement outside T.Parallel (every thread runs it)."""
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(M, threads=128) as i_m:
+            x = T.alloc_fragment([BN], "float32")
+            e = T.alloc_fragment([BN], "float32")
+            lse = T.alloc_fragment([1], "float32")
+            m = T.alloc_fragment([1], "float32")
+            s = T.alloc_fragment([1], "float32")
+            T.fill(lse, -T.infinity("float32"))
+            for i_n in T.Pipelined(N // BN):
+                T.copy(X[i_m, i_n * BN:(i_n + 1) * BN], x)
+                T.reduce_max(x, m, dim=0, clear=True)
+                for j in T.Parallel(BN):
+                    e[j] = T.exp2(x[j] - m[0])
+                T.reduce_sum(e, s, dim=0, clear=True)
+                lse[0] = m[0] + T.log2(T.exp2(lse[0] - m[0]) + s[0])
+            for i_n in T.Pipelined(N // BN):
+                T.copy(X[i_m, i_n * BN:(i_n + 1) * BN], x)
+                for j in T.Parallel(BN):
+                    x[j] = T.exp2(x[j] - lse[0])
+                T.copy(x, Y[i_m, i_n * BN:(i_n + 1) * BN])
+
+    return main
+
+
+def test_fragment_statement_outside_parallel(target):
+    X = np.random.default_rng(7).standard_normal((16, 1024)).astype(np.float32)
+    Y = np.zeros_like(X)
+    tilelang.compile(_online_softmax(16, 1024, 256), target=target)(X, Y)
+    e = np.exp2(X - X.max(1, keepdims=True))
+    np.testing.assert_allclose(Y, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_fragment_statement_outside_parallel_on_cuda():
+    """Every thread holds the whole fragment (a broadcast layout) and runs the statement."""
+    from tilelang.tools import kernel_layouts
+    layouts = kernel_layouts(_online_softmax(16, 1024, 256), "cuda -arch=sm_90a")
+    assert layouts["lse"].partition.startswith("broadcast(") and layouts["lse"].replicate_size == 128
+
+
+def test_statement_on_a_distributed_fragment_is_a_conflict():
+    @T.prim_func
+    def gemm(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 64), "float16")
+            B_s = T.alloc_shared((64, 64), "float16")
+            C_l = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, C_l, clear_accum=True)
+            C_l[0, 0] = 1.0
+            T.copy(C_l, C)
+
+    from tilelang import _C
+    with pytest.raises(tilelang.errors.TileLangLayoutError, match=r"conflicting layouts for fragment 'C_l': mma\(.*"
+                                                                  r"and broadcast\("):
+        _C.lower(gemm.handle, "cuda -arch=sm_80")
