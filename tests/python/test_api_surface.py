@@ -826,3 +826,31 @@ def test_statement_on_a_distributed_fragment_is_a_conflict():
     with pytest.raises(tilelang.errors.TileLangLayoutError, match=r"conflicting layouts for fragment 'C_l': mma\(.*"
                                                                   r"and broadcast\("):
         _C.lower(gemm.handle, "cuda -arch=sm_80")
+
+
+def test_static_shared_tiles_share_the_planned_pool():
+    """Four 16 KiB tiles declared "shared" (64 KiB: more than a kernel may declare statically,
+    as upstream's varlen FlashAttention does) are placed with the dynamic ones, reusing dead
+    tiles' bytes: 32 KiB, and the CUDA source declares no static shared array."""
+    from tilelang import _C
+
+    @T.prim_func
+    def chain(A: T.Tensor((128, 64), "float16"), B: T.Tensor((128, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            Q = T.alloc_shared([128, 64], "float16", "shared")
+            K = T.alloc_shared([128, 64], "float16", "shared")
+            V = T.alloc_shared([128, 64], "float16", "shared")
+            O = T.alloc_shared([128, 64], "float16", "shared")
+            T.copy(A, Q)
+            T.copy(Q, K)
+            T.copy(K, V)
+            T.copy(V, O)
+            T.copy(O, B)
+
+    lowered = _C.lower(chain.handle, "cuda -arch=sm_80")
+    assert "shared memory 32768 bytes (65536 without reuse of dead buffers' bytes)" in lowered.lowering_report()
+    assert "__shared__ alignas" not in _C.codegen(lowered, "cuda -arch=sm_80").replace("extern __shared__", "")
+    a = np.random.default_rng(2).standard_normal((128, 64)).astype(np.float16)
+    b = np.zeros_like(a)
+    tilelang.compile(chain, target="cpu")(a, b)
+    np.testing.assert_array_equal(a, b)

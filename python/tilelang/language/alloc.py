@@ -18,7 +18,12 @@ def _alloc(shape, dtype, scope, default_name, attrs=None):
 
 
 def alloc_shared(shape, dtype, scope="shared.dyn"):
-    """A tile in the block's shared memory."""
+    """A tile in the block's shared memory. scope "shared" (static) and "shared.dyn" are one
+    pool here: the compiler places every shared tile, reusing the bytes of tiles no longer
+    needed (upstream merges both kinds too), so tiles declared "shared" may add up to more
+    than the 48 KiB a kernel can declare statically."""
+    if scope == "shared":
+        scope = "shared.dyn"
     return _alloc(shape, dtype, scope, "shared")
 
 
