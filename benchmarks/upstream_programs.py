@@ -366,6 +366,8 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=120, help="seconds per program")
     parser.add_argument("--out", help="write one JSON line per program here")
     parser.add_argument("--logs", help="write each program's output to this folder")
+    # The list is kept in the repository too (benchmarks/upstream_programs.manifest); the
+    # files themselves are upstream's and live only in the ignored folder.
     parser.add_argument("--manifest", default=str(PROGRAMS / "MANIFEST.txt"))
     parser.add_argument("--python", default=sys.executable, help="interpreter that runs the programs")
     parser.add_argument("--summarize", metavar="JSONL",
