@@ -145,7 +145,7 @@ class Buffer:
                                          f"slice with a step on buffer '{self.name}' is not supported")
                 start = 0 if k.start is None else k.start
                 stop = self.handle.shape[d] if k.stop is None else k.stop
-                ranges.append((start, _extent(stop, start)))
+                ranges.append((start, _slice_extent(stop, start)))
             else:
                 ranges.append((k, 1))
         return Region(self, ranges)
@@ -158,7 +158,7 @@ class Buffer:
         raise _builder.error(TileLangSyntaxError, "access_ptr is not supported by this compiler")
 
 
-def _extent(stop, start):
+def _slice_extent(stop, start):
     """stop - start; when either is a name bound in the kernel (H1 = H0 + 64), the extent is
     simplified over the names' values, so that `A[H0:H1]` has the tile's constant extent."""
     extent = stop - start

@@ -81,6 +81,18 @@ bool whole_last_two_dims(const Operand& x) {
   return true;
 }
 
+std::string operand_placement_problem(const TileOpNode& op) {
+  const Buffer &A = op.regions[0].buffer, &B = op.regions[1].buffer, &C = op.regions[2].buffer;
+  if (!B->is_shared()) return "B must be in shared memory";
+  if (!A->is_shared() && !A->is_fragment()) return "A must be in shared memory or a fragment";
+  if (!C->is_fragment() || C->shape.size() != 2) return "C must be a 2-D fragment";
+  GemmShape g = gemm_shape(op);
+  if (!whole_last_two_dims(g.a) || !whole_last_two_dims(g.b))
+    return "A and B must be whole tiles (their buffers' last two dimensions)";
+  if (A->is_fragment() && (A->shape.size() != 2 || g.trans_a)) return "a register A operand must be a 2-D M x K fragment";
+  return "";
+}
+
 }  // namespace gemm_detail
 
 namespace {
@@ -262,14 +274,9 @@ GemmInstruction choose_mma_sync(const TileOpNode& op, const Target& target, int6
                 A->dtype.str() + " x " + B->dtype.str() + " -> " + C->dtype.str() + ")");
   if (fp8_in && target.arch_number() < 89) return simt("float8 mma.sync needs sm_89 or newer");
   ins.k = half_in ? 16 : 32;
-  if (!B->is_shared()) return simt("B must be in shared memory");
-  if (!A->is_shared() && !A->is_fragment()) return simt("A must be in shared memory or a fragment");
-  if (!C->is_fragment() || C->shape.size() != 2) return simt("C must be a 2-D fragment");
+  if (std::string why = operand_placement_problem(op); !why.empty()) return simt(why);
   GemmShape g = gemm_shape(op);
-  if (!whole_last_two_dims(g.a) || !whole_last_two_dims(g.b))
-    return simt("A and B must be whole tiles (their buffers' last two dimensions)");
   if (A->is_fragment()) {
-    if (A->shape.size() != 2 || g.trans_a) return simt("a register A operand must be a 2-D M x K fragment");
     if (!half_in) return simt("a register A operand must be float16 or bfloat16");
     full_row = true;
   }

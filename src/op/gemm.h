@@ -31,6 +31,10 @@ GemmShape gemm_shape(const TileOpNode& op);
 std::vector<Expr> operand_indices(const Operand& x, const Expr& row, const Expr& col, Span span);
 // The matrix of an operand is its buffer's last two dimensions, whole.
 bool whole_last_two_dims(const Operand& x);
+// What keeps T.gemm's operands from any tensor-core instruction ("" when nothing): B in
+// shared memory, A in shared memory or a fragment (a register A operand: 2-D, M x K), C a
+// 2-D fragment, A and B whole tiles. Each instruction family adds its own conditions.
+std::string operand_placement_problem(const TileOpNode& op);
 
 }  // namespace gemm_detail
 

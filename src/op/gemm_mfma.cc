@@ -110,16 +110,11 @@ GemmInstruction choose_matrix_core(const TileOpNode& op, const Target& target, i
                 " inputs into float32, or int8 into int32 (got " + A->dtype.str() + " x " + B->dtype.str() + " -> " +
                 C->dtype.str() + ")");
   std::vector<MatrixInstruction> table = instructions(family, A->dtype);
-  if (!B->is_shared()) return simt("B must be in shared memory");
-  if (!A->is_shared() && !A->is_fragment()) return simt("A must be in shared memory or a fragment");
-  if (!C->is_fragment() || C->shape.size() != 2) return simt("C must be a 2-D fragment");
+  if (std::string why = operand_placement_problem(op); !why.empty()) return simt(why);
   GemmShape g = gemm_shape(op);
-  if (!whole_last_two_dims(g.a) || !whole_last_two_dims(g.b))
-    return simt("A and B must be whole tiles (their buffers' last two dimensions)");
   bool a_in_registers = A->is_fragment();
   if (a_in_registers) {
     if (wmma) return simt("WMMA takes A from shared memory only (each lane needs whole rows of A, which no accumulator holds)");
-    if (A->shape.size() != 2 || g.trans_a) return simt("a register A operand must be a 2-D M x K fragment");
     if (!half_in) return simt("a register A operand must be float16 or bfloat16");
     full_row = true;
   }

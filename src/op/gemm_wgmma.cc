@@ -80,14 +80,9 @@ GemmInstruction choose_wgmma(const TileOpNode& op, const Target& target, int64_t
     return no("it takes float16/bfloat16/float8 inputs into float32, float16/float8 into float16, or int8 into "
               "int32 (got " + A->dtype.str() + " x " + B->dtype.str() + " -> " + C->dtype.str() + ")");
   ins.k = half_in ? 16 : 32;
-  if (!B->is_shared()) return no("B must be in shared memory");
-  if (!A->is_shared() && !A->is_fragment()) return no("A must be in shared memory or a fragment");
-  if (!C->is_fragment() || C->shape.size() != 2) return no("C must be a 2-D fragment");
+  if (std::string why = operand_placement_problem(op); !why.empty()) return no(why);
   GemmShape g = gemm_shape(op);
-  if (!whole_last_two_dims(g.a) || !whole_last_two_dims(g.b))
-    return no("A and B must be whole tiles (their buffers' last two dimensions)");
   if (A->is_fragment()) {
-    if (A->shape.size() != 2 || g.trans_a) return no("a register A operand must be a 2-D M x K fragment");
     if (!half_in) return no("a register A operand must be float16 or bfloat16");
     full_row = true;
   }
