@@ -81,6 +81,25 @@ bool whole_last_two_dims(const Operand& x) {
   return true;
 }
 
+int64_t pick_warps_m(int64_t warps, int64_t m, int64_t n, int64_t piece_m, int64_t piece_n, int64_t policy,
+                     bool full_row) {
+  int64_t best_m = 0;
+  double best_score = 0;
+  for (int64_t wm = 1; wm <= warps; ++wm) {
+    if (warps % wm != 0) continue;
+    int64_t wn = warps / wm;
+    if (m % (piece_m * wm) != 0 || n % (piece_n * wn) != 0) continue;
+    if (full_row && wn != 1) continue;
+    double tm = double(m / wm), tn = double(n / wn);
+    double score = policy == 1 ? double(wm) : policy == 2 ? double(wn) : -std::max(tm / tn, tn / tm);
+    if (!best_m || score > best_score) {
+      best_m = wm;
+      best_score = score;
+    }
+  }
+  return best_m;
+}
+
 std::string operand_placement_problem(const TileOpNode& op) {
   const Buffer &A = op.regions[0].buffer, &B = op.regions[1].buffer, &C = op.regions[2].buffer;
   if (!B->is_shared()) return "B must be in shared memory";
@@ -289,20 +308,7 @@ GemmInstruction choose_mma_sync(const TileOpNode& op, const Target& target, int6
   int64_t warps = threads / 32;
   if (*k % ins.k != 0) return simt("K (" + std::to_string(*k) + ") is not a multiple of " + std::to_string(ins.k));
   int64_t policy = full_row ? 1 : attr_int(op, "policy", 0);
-  int64_t best_m = 0;
-  double best_score = 0;
-  for (int64_t wm = 1; wm <= warps; ++wm) {
-    if (warps % wm != 0) continue;
-    int64_t wn = warps / wm;
-    if (*m % (16 * wm) != 0 || *n % (16 * wn) != 0) continue;
-    if (full_row && wn != 1) continue;
-    double tm = double(*m / wm), tn = double(*n / wn);
-    double score = policy == 1 ? double(wm) : policy == 2 ? double(wn) : -std::max(tm / tn, tn / tm);
-    if (!best_m || score > best_score) {
-      best_m = wm;
-      best_score = score;
-    }
-  }
+  int64_t best_m = pick_warps_m(warps, *m, *n, 16, 16, policy, full_row);
   if (!best_m)
     return simt("the " + std::to_string(*m) + " x " + std::to_string(*n) + " tile does not split into 16 x 16 pieces over " +
                 std::to_string(warps) + " warps");

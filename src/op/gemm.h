@@ -35,6 +35,12 @@ bool whole_last_two_dims(const Operand& x);
 // shared memory, A in shared memory or a fragment (a register A operand: 2-D, M x K), C a
 // 2-D fragment, A and B whole tiles. Each instruction family adds its own conditions.
 std::string operand_placement_problem(const TileOpNode& op);
+// How many of `warps` warps (wavefronts) go along M when an M x N tile is split into
+// piece_m x piece_n pieces over a warps_m x warps_n grid, by T.gemm's policy (0 Square:
+// the squarest per-warp tile, 1 FullRow: the most along M, 2 FullCol: the most along N;
+// full_row forces all along M); 0 when no grid divides the tile.
+int64_t pick_warps_m(int64_t warps, int64_t m, int64_t n, int64_t piece_m, int64_t piece_n, int64_t policy,
+                     bool full_row);
 
 }  // namespace gemm_detail
 

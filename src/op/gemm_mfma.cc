@@ -135,20 +135,7 @@ GemmInstruction choose_matrix_core(const TileOpNode& op, const Target& target, i
       if (why.empty()) why = "K (" + std::to_string(*k) + ") is not a multiple of " + std::to_string(k_unit);
       continue;
     }
-    int64_t best_m = 0;
-    double best_score = 0;
-    for (int64_t wm = 1; wm <= waves; ++wm) {
-      if (waves % wm != 0) continue;
-      int64_t wn = waves / wm;
-      if (*m % (mi.m * wm) != 0 || *n % (mi.m * wn) != 0) continue;
-      if (full_row && wn != 1) continue;
-      double tm = double(*m / wm), tn = double(*n / wn);
-      double score = policy == 1 ? double(wm) : policy == 2 ? double(wn) : -std::max(tm / tn, tn / tm);
-      if (!best_m || score > best_score) {
-        best_m = wm;
-        best_score = score;
-      }
-    }
+    int64_t best_m = pick_warps_m(waves, *m, *n, mi.m, mi.m, policy, full_row);
     if (!best_m) {
       if (why.empty())
         why = "the " + std::to_string(*m) + " x " + std::to_string(*n) + " tile does not split into " +
