@@ -5,6 +5,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
+from tilelang.errors import TileLangTypeError
 
 N = 300  # not a multiple of the tile
 
@@ -176,6 +177,37 @@ def test_int32_histogram_through_shared_atomics(target, rng):
     h = np.full(bins, 5, np.int32)
     k(a, h)
     np.testing.assert_array_equal(h, np.bincount(a, minlength=bins) + 5)
+
+
+def test_atomic_add_return_prev_compacts(target, rng):
+    # Stream compaction: each positive value takes the next free slot from a counter, the
+    # slot being the counter's value before this thread's increment (return_prev=True).
+    n = 2048
+
+    @T.prim_func
+    def compact(A: T.Tensor((n,), "float32"), Out: T.Tensor((n,), "float32"), Count: T.Tensor((1,), "int32")):
+        with T.Kernel(n // 256, threads=256) as bx:
+            for i in T.Parallel(256):
+                if A[bx * 256 + i] > 0:
+                    pos = T.atomic_add(Count[0], 1, return_prev=True)
+                    Out[pos] = A[bx * 256 + i]
+
+    k = tilelang.compile(compact, target=target)
+    a = rng.standard_normal(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    count = np.zeros(1, np.int32)
+    k(a, out, count)
+    positives = np.sort(a[a > 0])
+    assert count[0] == len(positives)
+    np.testing.assert_array_equal(np.sort(out[:count[0]]), positives)
+
+
+def test_atomic_return_prev_needs_one_element():
+    with pytest.raises(TileLangTypeError, match=r"return_prev=True\) needs one element"):
+        @T.prim_func
+        def bad(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64) as bx:
+                T.atomic_add(B, A, return_prev=True)
 
 
 def test_print_scalar_and_buffer(target, capfd):

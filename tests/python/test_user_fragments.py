@@ -222,3 +222,47 @@ def test_digits_of_a_fragment():
     assert fragment_digits(f) == "2:l:2,2:l:1,2:t:64,2:t:32;2:t:16,2:t:8,2:t:4,2:t:2,2:t:1"
     r = T.Fragment([64], forward_thread_fn=lambda i, rep: i + 64 * rep, forward_index_fn=lambda i: 0, replicate=2)
     assert fragment_digits(r).endswith("|2:64")
+
+
+def test_index_inferred_from_the_thread(target):
+    """Only forward_thread_fn: the slot is made of the index digits the thread leaves out, in
+    order (upstream's per-token cast gives its fragment so)."""
+    frag = lambda F: T.Fragment(F.shape, forward_thread_fn=lambda i, j: (i // 4) * 32 + j)  # noqa: E731
+    _check(scale_rows(frag), target)
+    used = kernel_layouts(scale_rows(frag), "cuda -arch=sm_80")["F"]
+    i, j = np.meshgrid(np.arange(16), np.arange(32), indexing="ij")
+    np.testing.assert_array_equal(used.threads_of()[0], (i // 4) * 32 + j)
+    np.testing.assert_array_equal(used.slots_of(), i % 4)
+    # Two left-out digits, from two indices: the first index's is the more significant.
+    g = T.Fragment([8, 128], forward_thread_fn=lambda i, j: (i // 2) * 32 + j % 32)
+    i, j = np.meshgrid(np.arange(8), np.arange(128), indexing="ij")
+    np.testing.assert_array_equal(g.slots_of(), (i % 2) * 4 + j // 32)
+
+
+def test_fragment_on_a_local_array(target):
+    """A local array holds each element in every thread at its own slot: a T.Fragment that
+    says the same (upstream's MLA combine, `lambda i: i` on a [1] array) changes nothing;
+    one that would fold the array's elements together is refused."""
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=64):
+            acc = T.alloc_local([1], "float32")
+            T.annotate_layout({acc: T.Fragment(acc.shape, forward_thread_fn=lambda i: i)})
+            T.clear(acc)
+            for k in T.serial(64):
+                acc[0] += A[k]
+            B[0] = acc[0]
+
+    a = np.random.default_rng(2).standard_normal(64).astype(np.float32)
+    b = np.zeros(1, np.float32)
+    tilelang.compile(main, target=target)(a, b)
+    np.testing.assert_allclose(b, [a.sum()], rtol=1e-5)
+
+    with pytest.raises(TileLangLayoutError, match=r"'L' is in scope 'local'; a T\.Fragment is for fragments"):
+        @T.prim_func
+        def folded(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=4):
+                L = T.alloc_local([4], "float32")
+                T.annotate_layout({L: T.Fragment(L.shape, forward_thread_fn=lambda i: i)})
+                for k in T.serial(4):
+                    L[k] = A[k]

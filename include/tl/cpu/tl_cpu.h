@@ -307,35 +307,36 @@ template <typename T>
 using atomic_compute_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 template <typename T, typename Combine>
-inline void atomic_update(T* address, Combine combine) {
+inline T atomic_update(T* address, Combine combine) {
   T old;
   __atomic_load(address, &old, __ATOMIC_RELAXED);
   for (;;) {
     T desired = combine(old);
-    if (std::memcmp(&desired, &old, sizeof(T)) == 0) return;  // nothing to change
-    if (__atomic_compare_exchange(address, &old, &desired, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+    if (std::memcmp(&desired, &old, sizeof(T)) == 0) return old;  // nothing to change
+    if (__atomic_compare_exchange(address, &old, &desired, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return old;
   }
 }
 }  // namespace detail
 
+// Each returns the element's previous value (T.atomic_add(..., return_prev=True)).
 template <typename T>
-inline void atomic_add(T* address, T value) {
+inline T atomic_add(T* address, T value) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    __atomic_fetch_add(address, value, __ATOMIC_RELAXED);
+    return __atomic_fetch_add(address, value, __ATOMIC_RELAXED);
   } else {
     using C = detail::atomic_compute_t<T>;
-    detail::atomic_update(address, [&](T old) { return T(C(old) + C(value)); });
+    return detail::atomic_update(address, [&](T old) { return T(C(old) + C(value)); });
   }
 }
 template <typename T>
-inline void atomic_max(T* address, T value) {
+inline T atomic_max(T* address, T value) {
   using C = std::conditional_t<std::is_integral_v<T>, T, detail::atomic_compute_t<T>>;
-  detail::atomic_update(address, [&](T old) { return C(old) < C(value) ? value : old; });
+  return detail::atomic_update(address, [&](T old) { return C(old) < C(value) ? value : old; });
 }
 template <typename T>
-inline void atomic_min(T* address, T value) {
+inline T atomic_min(T* address, T value) {
   using C = std::conditional_t<std::is_integral_v<T>, T, detail::atomic_compute_t<T>>;
-  detail::atomic_update(address, [&](T old) { return C(value) < C(old) ? value : old; });
+  return detail::atomic_update(address, [&](T old) { return C(value) < C(old) ? value : old; });
 }
 
 // ------------------------------------------------------------------ math

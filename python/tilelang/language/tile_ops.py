@@ -224,11 +224,18 @@ def cumsum(src, dst=None, dim=0, reverse=False):
     _emit("cumsum", [s, d], (), {"dim": int(dim), "reverse": int(bool(reverse))})
 
 
-def _atomic(kind, dst, value):
+def _atomic(kind, dst, value, return_prev=False):
     b = _builder.require(f"T.atomic_{kind}")
     if is_expr(dst) and dst.kind == "BufferLoad" and not isinstance(value, (Buffer, Region)):
+        if return_prev:
+            # An expression: the element's value before the update.
+            return _C.call_typed(dst.dtype, f"atomic_{kind}", [dst, value])
         b.emit(_C.evaluate(_C.call_void(f"atomic_{kind}", [dst, value])))
-        return
+        return None
+    if return_prev:
+        raise _builder.error(TileLangTypeError,
+                             f"T.atomic_{kind}(..., return_prev=True) needs one element as the destination",
+                             f"write pos = T.atomic_{kind}(buf[i], value, return_prev=True)")
     src_ext = _extents(value)
     d = _as_region(dst, src_ext, f"T.atomic_{kind}", "destination")
     s = _as_region(value, [e for _, e in d.ranges], f"T.atomic_{kind}", "value")
@@ -236,18 +243,19 @@ def _atomic(kind, dst, value):
 
 
 def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
-    """dst += value atomically (an element, or element-wise over a region)."""
-    _atomic("add", dst, value)
+    """dst += value atomically (an element, or element-wise over a region); with
+    return_prev=True (one element), the value the element held before, as an expression."""
+    return _atomic("add", dst, value, return_prev)
 
 
 def atomic_max(dst, value, memory_order=None, return_prev=False):
     """dst = max(dst, value) atomically (an element, or element-wise over a region)."""
-    _atomic("max", dst, value)
+    return _atomic("max", dst, value, return_prev)
 
 
 def atomic_min(dst, value, memory_order=None, return_prev=False):
     """dst = min(dst, value) atomically (an element, or element-wise over a region)."""
-    _atomic("min", dst, value)
+    return _atomic("min", dst, value, return_prev)
 
 
 def print(obj, msg="", warp_group_id=0, warp_id=0):  # noqa: A001 - the DSL's name
@@ -303,6 +311,13 @@ def _annotate_fragment(buf, fragment):
     from ..errors import TileLangLayoutError, TileLangShapeError
     from ..layout.maps import fragment_digits
     name = buf.name
+    if buf.scope == "local" and fragment.get_input_shape() == list(buf.shape) and \
+            fragment.local_size() == fragment.slots_of().size and \
+            len(set(fragment.slots_of().reshape(-1).tolist())) == fragment.local_size():
+        # A local array already holds every element in each thread at its own slot: a
+        # fragment that keeps one slot per element (upstream's `lambda i: i` on a [1] array)
+        # describes the same storage, so there is nothing to record.
+        return
     if buf.scope != "local.fragment":
         raise _builder.error(TileLangLayoutError,
                              f"T.annotate_layout: '{name}' is in scope '{buf.scope}'; a T.Fragment is for fragments",

@@ -155,12 +155,25 @@ class Layout:
         return f"Layout({label}{self._input_shape} -> {self._output_shape})"
 
 
+def _slots_by_rank(thread):
+    """The slots upstream infers when only the thread is given: the index digits the thread
+    does not use, flattened with the first index most significant -- which is each element's
+    rank among the elements of its thread in row-major order."""
+    flat = thread.reshape(-1)
+    slots = np.zeros_like(flat)
+    seen = {}
+    for k, t in enumerate(flat.tolist()):
+        slots[k] = seen.get(t, 0)
+        seen[t] = slots[k] + 1
+    return slots.reshape(thread.shape)
+
+
 class Fragment:
     """How a tile held in registers is spread over threads: element -> (thread, slot).
 
     As upstream: `forward_fn(*indices[, rep])` gives `(thread, index)`, or
     `forward_thread_fn(*indices[, rep])` gives the thread and `forward_index_fn(*indices)`
-    the index; the replicate copies of each element (rep in [0, replicate)) sit in
+    the index (without it, the index digits the thread does not use, in order); the replicate copies of each element (rep in [0, replicate)) sit in
     different threads at the same slot."""
 
     def __init__(self, shape, forward_fn=None, forward_thread_fn=None, replicate=1, forward_index_fn=None,
@@ -194,6 +207,8 @@ class Fragment:
                     raise ValueError(f"the copies of element {list(index)} are at different slots "
                                      f"({int(local[index])} and {slot}); a copy keeps its element's slot")
                 local[index] = slot
+        if forward_fn is None and forward_index_fn is None:
+            local = _slots_by_rank(thread[0])
         self._init(thread, local, int(thread.max()) + 1, name)
 
     def _init(self, thread, local, threads, name):

@@ -273,8 +273,19 @@ class CodeGenCPU : public Emitter {
     const std::string& op = n->op;
     Span sp = n->span;
     if (op == "thread_index") fail_thread_use(sp);
-    if (op == "print" || op.rfind("atomic_", 0) == 0)
-      fail(ErrorKind::Internal, sp, "T." + op + " is used as a value", "call it as a statement");
+    if (op == "print") fail(ErrorKind::Internal, sp, "T." + op + " is used as a value", "call it as a statement");
+    if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min") {
+      // The element's previous value (T.atomic_add(..., return_prev=True)).
+      auto* dst = n->args.size() == 2 ? as<BufferLoadNode>(n->args[0]) : nullptr;
+      if (!dst)
+        fail(ErrorKind::Type, sp, "the first argument of T." + op + " must be a buffer element",
+             "write T." + op + "(C[i, j], value)");
+      ctype(dst->buffer->dtype, dst->span, "buffer '" + dst->buffer->name + "'");
+      if (dst->buffer->dtype.is_bool())
+        fail(ErrorKind::Unsupported, sp, "T." + op + " on a bool buffer is not supported");
+      Code value = convert(n->args[1], dst->buffer->dtype);
+      return {"tl::" + op + "(&" + element(dst->buffer, dst->indices, dst->span) + ", " + value.text + ")"};
+    }
     if (Code c; emit_extern_call(n, &c)) return c;
     return emit_intrinsic(n);
   }

@@ -492,9 +492,17 @@ class WgslCodegen {
   std::string emit_call(const CallNode* n) {
     const std::string& op = n->op;
     Span sp = n->span;
-    if (op.rfind("atomic_", 0) == 0)
-      unsupported(sp, "the value T." + op + " returns (WGSL's float atomics are compare-exchange loops)",
-                  "call T." + op + " as a statement");
+    if (op.rfind("atomic_", 0) == 0) {
+      // The previous value: WGSL's integer atomics return it; its float atomics are
+      // compare-exchange loops, statements that cannot stand in an expression.
+      auto* dst = n->args.size() == 2 ? as<BufferLoadNode>(n->args[0]) : nullptr;
+      if (!dst || !(dst->buffer->dtype == DataType::Int(32) || dst->buffer->dtype == DataType::UInt(32)))
+        unsupported(sp, "the value T." + op + " returns on a float buffer (WGSL's float atomics are compare-exchange loops)",
+                    "call T." + op + " as a statement, or keep the counter in an int32 buffer");
+      std::string fn = op == "atomic_add" ? "Add" : op == "atomic_max" ? "Max" : "Min";
+      return "atomic" + fn + "(&" + element(dst->buffer, dst->indices, dst->span) + ", " +
+             convert(n->args[1], dst->buffer->dtype) + ")";
+    }
     if (op == "print") unsupported(sp, "T.print");
     if (op == "shfl_xor") {
       // Lowered for options_.subgroup lanes (Target::warp_size); the butterfly partner.
