@@ -60,6 +60,18 @@ Stmt call_stmt(const std::string& op, std::vector<Expr> args, Span sp) {
   return std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), op, std::move(args), sp), sp);
 }
 
+// A tile wider than one 128-byte swizzle is moved in panels of boxes, each swizzled by
+// the hardware from the bits of its shared-memory address: a panel must start on an 8-row
+// swizzle atom, so the tile's rows must be a multiple of 8 (one row of 8192 columns would
+// be swizzled by the hardware with each panel's position, but read by the threads as a
+// plain row).
+std::string why_not_panels(const Buffer& S, int64_t rows, int64_t cols) {
+  if (cols * S->dtype.bits > 128 * 8 && rows % 8 != 0)
+    return S->name + ": " + std::to_string(rows) + " row(s) of " + std::to_string(cols * S->dtype.bits / 8) +
+           " bytes; TMA moves a row wider than 128 bytes in swizzled panels of 8-row atoms";
+  return "";
+}
+
 }  // namespace
 
 // A multicast (cluster_mask): the block of the mask's lowest bit loads for every block of
@@ -121,6 +133,7 @@ std::string why_not_tma_load(const TileOpNode& op, const Target& target) {
   int bits = S->dtype.bits;
   if (!rows || !cols || *rows > 256 || (*cols * bits) % 256 != 0)
     return S->name + ": a TMA box needs at most 256 rows of a multiple of 32 bytes";
+  if (std::string why = why_not_panels(S, *rows, *cols); !why.empty()) return why;
   if (src.buffer->dtype != S->dtype) return "the copy into " + S->name + " converts its dtype";
   std::vector<int> dims;
   for (size_t d = 0; d < src.ranges.size(); ++d) {
@@ -170,6 +183,7 @@ std::string why_not_tma_store(const TileOpNode& op, const Target& target) {
   const int64_t *rows = const_int(S->shape[0]), *cols = const_int(S->shape[1]);
   if (!rows || !cols || *rows > 256 || (*cols * S->dtype.bits) % 256 != 0)
     return "a TMA box needs at most 256 rows of a multiple of 32 bytes";
+  if (std::string why = why_not_panels(S, *rows, *cols); !why.empty()) return why;
   for (size_t d = 0; d < 2; ++d) {
     const int64_t *mn = const_int(src.ranges[d].min), *e = const_int(src.ranges[d].extent);
     if (!mn || *mn != 0 || !e || *e != *const_int(S->shape[d])) return "the copy reads part of " + S->name;
