@@ -227,3 +227,22 @@ def test_print_scalar_and_buffer(target, capfd):
     out = capfd.readouterr().out
     assert "scalar:" in out and "4" in out
     assert out.count("tile") == 4
+
+
+def test_grid_from_a_scalar_parameter(target, rng):
+    # The grid names an int32 parameter (upstream's varlen attention: T.ceildiv(max_seqlen_q,
+    # block_M)): evaluated from the call's value, a block per 128 elements of n.
+    @T.prim_func
+    def head(A: T.Tensor((1024,), "float32"), n: T.int32, B: T.Tensor((1024,), "float32")):
+        with T.Kernel(T.ceildiv(n, 128), threads=128) as bx:
+            for i in T.Parallel(128):
+                if bx * 128 + i < n:
+                    B[bx * 128 + i] = A[bx * 128 + i] * 2.0
+
+    k = tilelang.compile(head, target=target)
+    a = rng.standard_normal(1024).astype(np.float32)
+    for n in (300, 1024, 0):
+        b = np.full(1024, -1.0, np.float32)
+        k(a, n, b)
+        np.testing.assert_array_equal(b[:n], a[:n] * 2)
+        assert (b[n:] == -1).all()

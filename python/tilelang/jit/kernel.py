@@ -271,6 +271,7 @@ class JITKernel:
         no_scalars = all(p.kind == "buffer" for p in self.params)
         self._plans = {} if no_scalars and not takes_arrays else None
         self._last_plan = None
+        self._int_scalars = [i for i, p in enumerate(self.params) if p.kind == "scalar" and "int" in str(p.dtype)]
         n_passed = len(self.params) - len(self._workspace_idx)  # outputs given too
         self._arg_positions = {n_passed: [i for i in range(len(self.params)) if i not in self._workspace_idx],
                                len(self.input_params): [i for i in range(len(self.params))
@@ -388,6 +389,8 @@ class JITKernel:
             values[i] = _stage(out, keep) if gpu and v.lib == "numpy" else v.ptr
             arrays[i] = out
         shapes = {n: binder.values.get(n, 0) for n in self._shape_var_names}
+        for i in self._int_scalars:  # a launch grid may name them: T.ceildiv(max_seqlen_q, 64)
+            shapes.setdefault(self.params[i].name, int(values[i]))
         if self._plans is not None and not keep and lib in ("numpy", "torch"):
             like_pos = next((k for k, a in enumerate(args) if a is like), None) if like is not None else None
             if like is None or like_pos is not None:
