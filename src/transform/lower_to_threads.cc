@@ -492,19 +492,28 @@ class ThreadLowering : public IRMutator {
           const FragmentAccess& a = accesses_left[ai];
           std::vector<int64_t> idx;
           bool inside = true;
-          try {
-            for (size_t d = 0; d < a.indices.size(); ++d) {
+          const TilePartition& held = layouts_->fragments.at(a.buffer.get());
+          for (size_t d = 0; d < a.indices.size(); ++d) {
+            try {
               idx.push_back(evaluate_index(a.indices[d], env));
-              inside = inside && idx.back() >= 0 && idx.back() < *const_int(a.buffer->shape[d]);
+            } catch (const CompileError&) {
+              // An index the loop variables do not give (an outer serial loop's variable:
+              // upstream's split-KV combine reads lse[k, j]) is fine along a dimension that
+              // only moves the slot: the thread holding the element is the same whatever
+              // its value, so any value checks the ownership.
+              if (!thread_free_dim(held, d))
+                fail(ErrorKind::Layout, a.span,
+                     "the index of fragment '" + a.buffer->name + "' along dimension " + std::to_string(d) +
+                         " depends on values other than the loop variables of its T.Parallel loop, and that "
+                         "dimension is spread over the threads (" + held.str() + ")",
+                     "index fragments by the loop variables (and constants) only, or keep that dimension "
+                     "in each thread's slots (T.Fragment(..., forward_fn=lambda k, j: (j, k)))");
+              idx.push_back(0);
+              continue;
             }
-          } catch (const CompileError&) {
-            fail(ErrorKind::Layout, a.span,
-                 "the index of fragment '" + a.buffer->name + "' depends on values other than the loop "
-                 "variables of its T.Parallel loop",
-                 "index fragments by the loop variables (and constants) only");
+            inside = inside && idx.back() >= 0 && idx.back() < *const_int(a.buffer->shape[d]);
           }
           if (!inside) continue;
-          const TilePartition& held = layouts_->fragments.at(a.buffer.get());
           bool ok = false;
           for (int64_t r = 0; r < held.replicas() && !ok; ++r) ok = held.thread_of(idx, r) == t;
           if (!ok && !written.count(a.buffer.get())) {
@@ -529,6 +538,27 @@ class ThreadLowering : public IRMutator {
     }
     (void)span;
     return exchange;
+  }
+
+  // Whether moving an element of `held` along dimension d never changes its threads.
+  bool thread_free_dim(const TilePartition& held, size_t d) {
+    const std::vector<int64_t>& shape = held.shape();
+    int64_t points = 1;
+    for (auto e : shape) points *= e;
+    if (points > (int64_t(1) << 18)) return false;
+    std::vector<int64_t> idx(shape.size(), 0), base;
+    for (int64_t flat = 0; flat < points; ++flat) {
+      int64_t rest = flat;
+      for (size_t k = shape.size(); k-- > 0;) {
+        idx[k] = rest % shape[k];
+        rest /= shape[k];
+      }
+      base = idx;
+      base[d] = 0;
+      for (int64_t r = 0; r < held.replicas(); ++r)
+        if (held.thread_of(idx, r) != held.thread_of(base, r)) return false;
+    }
+    return true;
   }
 
   const Target& target_;

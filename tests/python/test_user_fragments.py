@@ -266,3 +266,75 @@ def test_fragment_on_a_local_array(target):
                 T.annotate_layout({L: T.Fragment(L.shape, forward_thread_fn=lambda i: i)})
                 for k in T.serial(4):
                     L[k] = A[k]
+
+
+def split_kv_combine(heads=4, num_split=8, dim=128):
+    """The combine step of split-KV decoding in upstream's form: each of 128 threads keeps
+    all num_split log-sum-exps in its slots (forward_fn=lambda k, j: (j, k)), reduced along
+    the splits, then read as lse[k, j] with k an outer serial loop's variable."""
+    @T.prim_func
+    def combine(glse: T.Tensor((heads, num_split), "float32"), partial: T.Tensor((heads, num_split, dim), "float32"),
+                out: T.Tensor((heads, dim), "float32")):
+        with T.Kernel(heads, threads=128) as h:
+            po = T.alloc_fragment([dim], "float32")
+            acc = T.alloc_fragment([dim], "float32")
+            lse = T.alloc_fragment([num_split, 128], "float32")
+            lse_max = T.alloc_fragment([128], "float32")
+            lse_sum = T.alloc_fragment([128], "float32")
+            scale = T.alloc_fragment([128], "float32")
+            T.annotate_layout({lse_sum: T.Fragment(lse_sum.shape, forward_thread_fn=lambda i: i),
+                               lse_max: T.Fragment(lse_max.shape, forward_thread_fn=lambda i: i),
+                               lse: T.Fragment(lse.shape, forward_fn=lambda k, j: (j, k))})
+            T.clear(lse_sum)
+            T.clear(acc)
+            for k, j in T.Parallel(num_split, 128):
+                lse[k, j] = glse[h, k]
+            T.reduce_max(lse, lse_max, dim=0, clear=True)
+            for k in T.serial(num_split):
+                for j in T.Parallel(128):
+                    lse_sum[j] += T.exp2(lse[k, j] - lse_max[j])
+            for j in T.Parallel(128):
+                lse_sum[j] = T.log2(lse_sum[j]) + lse_max[j]
+            for k in T.serial(num_split):
+                for i in T.Parallel(dim):
+                    po[i] = partial[h, k, i]
+                for j in T.Parallel(128):
+                    scale[j] = T.exp2(lse[k, j] - lse_sum[j])
+                for i in T.Parallel(dim):
+                    acc[i] += po[i] * scale[i]
+            T.copy(acc, out[h, :])
+
+    return combine
+
+
+def test_fragment_read_at_an_outer_loops_index(target):
+    rng = np.random.default_rng(3)
+    glse = rng.standard_normal((4, 8)).astype(np.float32)
+    partial = rng.standard_normal((4, 8, 128)).astype(np.float32)
+    out = np.zeros((4, 128), np.float32)
+    tilelang.compile(split_kv_combine(), target=target)(glse, partial, out)
+    w = np.exp2(glse - np.log2(np.exp2(glse).sum(axis=1, keepdims=True)))
+    np.testing.assert_allclose(out, (partial * w[:, :, None]).sum(axis=1), rtol=1e-4, atol=1e-5)
+
+
+def test_outer_index_along_a_thread_dimension_is_refused():
+    """Read at an outer loop's index along a dimension spread over the threads, the element
+    may be in another thread: refused, naming the dimension."""
+    from tilelang import _C
+
+    @T.prim_func
+    def main(A: T.Tensor((8, 128), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            F = T.alloc_fragment([8, 128], "float32")
+            G = T.alloc_fragment([128], "float32")
+            T.annotate_layout({F: T.Fragment(F.shape, forward_fn=lambda k, j: ((k % 2) * 64 + j % 64,
+                                                                           (k // 2) * 2 + j // 64))})
+            T.copy(A, F)
+            for k in T.serial(8):
+                for j in T.Parallel(128):
+                    G[j] = F[k, j]
+            T.copy(G, B)
+
+    with pytest.raises(TileLangLayoutError, match=r"the index of fragment 'F' along dimension 0 depends on values "
+                                                  r"other than the loop variables"):
+        _C.lower(main.handle, "cuda -arch=sm_80")
