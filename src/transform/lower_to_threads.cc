@@ -232,6 +232,10 @@ class ThreadLowering : public IRMutator {
       if (in_thread_code_)
         fail(ErrorKind::Unsupported, n->span, "a T.Parallel loop inside another T.Parallel loop",
              "write the nest as one `for i, j in T.Parallel(M, N)`");
+      // T.im2col arrives as a T.Parallel gather; Hopper could have its TMA im2col mode.
+      if (n->attrs.count("im2col") && target_.kind == "cuda" && target_.arch_number() >= 90)
+        report.push_back(n->span.str() + ": T.im2col gathered into the tile by the threads [slower path: TMA's "
+                         "im2col mode is not used; each element is loaded by a thread, out-of-image ones set to 0]");
       return partition(n);
     }
     bind_loop_var(az_, n->var.get(), n->min, n->extent);

@@ -25,6 +25,7 @@ from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil
                    log, log1p, log2, log10, max, max_value, min, min_value, pow, round, rsqrt, sigmoid, sin,
                    sqrt, tan, tanh, trunc, truncdiv, truncmod)
 from .prim_func import prim_func
+from .conv import c2d_im2col, im2col
 from .tile_ops import (annotate_layout, atomic_add, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm, print, tma_copy,
                        wgmma_gemm,
                        reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
