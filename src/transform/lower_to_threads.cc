@@ -390,6 +390,29 @@ class ThreadLowering : public IRMutator {
         if (l.replicas() == 1) break;  // prefer a layout without copies over a replicated one
       }
     }
+    // A fragment indexed by the loop variables in another order (temp[i, kl, f] in a
+    // T.Parallel(N, F, KL)) drives the loop too: the iterations of a T.Parallel nest are
+    // independent, so the nest is taken in the fragment's order.
+    for (auto& a : accesses) {
+      if (driver || a.indices.size() != vars.size()) break;
+      std::vector<size_t> order;
+      for (auto& idx : a.indices)
+        for (size_t k = 0; k < vars.size(); ++k)
+          if (idx == Expr(vars[k]) && std::find(order.begin(), order.end(), k) == order.end()) order.push_back(k);
+      if (order.size() != vars.size()) continue;
+      std::vector<Var> v2;
+      std::vector<int64_t> e2;
+      for (size_t k : order) {
+        v2.push_back(vars[k]);
+        e2.push_back(extents[k]);
+      }
+      const TilePartition& l = layouts_->fragments.at(a.buffer.get());
+      if (l.shape() != e2) continue;
+      vars = v2;
+      extents = e2;
+      driver = &l;
+      driver_name = a.buffer->name;
+    }
     // Without a driver the iterations get a default share; check_owners then tells whether
     // the fragments the loop touches are where those iterations run.
     TilePartition fallback = TilePartition::grid(extents, threads_, 4);

@@ -338,3 +338,25 @@ def test_outer_index_along_a_thread_dimension_is_refused():
     with pytest.raises(TileLangLayoutError, match=r"the index of fragment 'F' along dimension 0 depends on values "
                                                   r"other than the loop variables"):
         _C.lower(main.handle, "cuda -arch=sm_80")
+
+
+def test_loop_in_another_order_than_its_fragment(target):
+    """T.Parallel(N, F, KL) writing temp[i, kl, f]: the nest is spread over the threads in
+    the fragment's order (its iterations are independent), so every thread writes what it
+    holds (upstream's conv puzzle; it was a layout conflict)."""
+    @T.prim_func
+    def main(X: T.Tensor((16, 32), "float32"), K: T.Tensor((32, 8), "float32"), O: T.Tensor((16, 32), "float32")):
+        with T.Kernel(1, threads=128):
+            temp = T.alloc_fragment((16, 32, 8), "float32")
+            s = T.alloc_fragment((16, 32), "float32")
+            for i, f, kl in T.Parallel(16, 8, 32):
+                temp[i, kl, f] = X[i, kl] * K[kl, f]
+            T.reduce_sum(temp, s, dim=2)
+            T.copy(s, O)
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((16, 32)).astype(np.float32)
+    k = rng.standard_normal((32, 8)).astype(np.float32)
+    o = np.zeros((16, 32), np.float32)
+    tilelang.compile(main, target=target)(x, k, o)
+    np.testing.assert_allclose(o, x * k.sum(axis=1), rtol=1e-5, atol=1e-5)
