@@ -223,6 +223,64 @@ Stmt reduce_whole_tile(const TileOpNode& op, ReduceKind kind, bool clear, const 
 // the elements it holds along the reduced axis; then the threads that share the kept value
 // combine: those inside a warp by butterfly shuffles (every one of them ends up with the
 // result, so dst is replicated over them), those in different warps through shared memory.
+// Any other dimension (the middle one of a 3-D fragment: upstream's conv puzzle reduces
+// temp[i, kl, f] over kl): every thread puts the elements it holds into a shared copy of
+// the tile, and each thread folds, for each destination element it holds, the line along
+// the reduced dimension from there. Reported as a slower path.
+Stmt reduce_through_shared(const TileOpNode& op, ReduceKind kind, int dim, bool keep, bool clear,
+                           const TilePartition& layout, const TilePartition& dst_layout, ThreadContext& ctx) {
+  const BufferRegion &src = op.regions[0], &dst = op.regions[1];
+  DataType t = dst.buffer->dtype;
+  Span sp = op.span;
+  std::vector<Expr> shape;
+  int64_t bytes = src.buffer->dtype.bytes();
+  for (auto& e : src.buffer->shape) {
+    shape.push_back(e);
+    bytes *= *const_int(e);
+  }
+  // In the planned dynamic pool: a whole tile may be over the 48 KiB a kernel declares statically.
+  Buffer copy = make_buffer(src.buffer->name + "_all", src.buffer->dtype, shape, "shared.dyn", sp);
+  Expr first = layout.first_replica(ctx.thread, sp);
+  Stmt put = ctx.over_owned(layout, [&](const std::vector<Expr>& idx) -> Stmt {
+    return std::make_shared<BufferStoreNode>(copy, make_load(src.buffer, idx, sp), idx, sp);
+  }, sp, src.buffer->name + "_p");
+  if (first) put = std::make_shared<IfThenElseNode>(first, put, nullptr, sp);
+  const int64_t extent = *const_int(src.buffer->shape[size_t(dim)]);
+  Buffer acc = make_scalar_buffer(dst.buffer->name + "_red", t, sp);
+  std::vector<Expr> at0 = {make_int(0)};
+  Stmt fold = ctx.over_owned(dst_layout, [&](const std::vector<Expr>& didx) -> Stmt {
+    std::vector<Expr> sidx;
+    size_t k = 0;
+    Var r = make_var("rr", DataType::Int(32), sp);
+    for (int d = 0; d < int(shape.size()); ++d) {
+      if (d == dim) {
+        sidx.push_back(r);
+        if (keep) ++k;
+      } else {
+        sidx.push_back(didx.at(k++));
+      }
+    }
+    Expr x = cast(t, make_load(copy, sidx, sp), sp);
+    if (kind == ReduceKind::AbsSum || kind == ReduceKind::AbsMax) x = call("abs", {x}, sp);
+    Expr acc_val = make_load(acc, at0, sp);
+    Stmt loop = std::make_shared<ForNode>(r, make_int(0), make_int(extent), ForKind::Serial,
+                                          std::make_shared<BufferStoreNode>(acc, combine(kind, acc_val, x, sp), at0, sp),
+                                          Attrs{}, sp);
+    Expr result = clear ? acc_val : combine(kind, make_load(dst.buffer, didx, sp), acc_val, sp);
+    Stmt body = make_seq({std::make_shared<BufferStoreNode>(acc, identity(kind, t, sp), at0, sp), loop,
+                          std::make_shared<BufferStoreNode>(dst.buffer, result, didx, sp)}, sp);
+    return std::make_shared<AllocateNode>(acc, body, Attrs{}, sp);
+  }, sp, dst.buffer->name + "_q");
+  ctx.scratch.push_back(copy);
+  if (ctx.report)
+    ctx.report->push_back(sp.str() + ": " + op_name(op) + " of " + src.buffer->name + " over dim " +
+                          std::to_string(dim) + " through shared memory (" + std::to_string(bytes) +
+                          " bytes) [slower path: registers and shuffles reduce a fragment over its last dimension "
+                          "(or the first of a 2-D one); lay the reduced dimension out last]");
+  Stmt sync = sync_threads(sp);
+  return make_seq({sync, put, sync, fold, sync}, sp);
+}
+
 Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
   auto [kind, dim, keep, clear] = reduce_options(op, ctx.analyzer);
   const BufferRegion &src = op.regions[0], &dst = op.regions[1];
@@ -246,6 +304,8 @@ Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
              layout->str() + ")",
          "give its T.Fragment all of the block's threads, or reduce a copy made through shared memory "
          "(T.copy into a shared tile, then into a fragment of the compiler's choosing)");
+  if (layout && dst_layout && !(layout->is_2d() && (last || (dim == 0 && rank == 2))))
+    return reduce_through_shared(op, kind, dim, keep, clear, *layout, *dst_layout, ctx);
   if (!layout || !dst_layout || !layout->is_2d() || !(last || (dim == 0 && rank == 2)))
     fail(ErrorKind::Unsupported, sp,
          op_name(op) + " on target " + ctx.target.kind + " reduces fragments of rank >= 2 over their last "

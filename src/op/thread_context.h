@@ -58,6 +58,8 @@ struct ThreadContext {
   // Block-level scratch buffers (shared memory) a lowering allocates; the pass wraps the
   // lowered operator in their allocations.
   std::vector<Buffer> scratch;
+  // Lines for the lowering report (slower paths a lowering takes), when the pass keeps one.
+  std::vector<std::string>* report = nullptr;
 
   // The layout of a fragment buffer; null for other scopes.
   const TilePartition* layout_of(const Buffer& b) const {

@@ -136,7 +136,7 @@ class ThreadLowering : public IRMutator {
     if (!def->lower_threads)
       fail(ErrorKind::Unsupported, n->span, "T." + n->op + " is not supported on target " + target_.kind + " yet",
            "run this kernel on target=\"cpu\" for now");
-    ThreadContext ctx{target_, az_, thread_, threads_, *layouts_, {}};
+    ThreadContext ctx{target_, az_, thread_, threads_, *layouts_, {}, &report};
     Stmt lowered = def->lower_threads(*n, ctx);
     for (auto it = ctx.scratch.rbegin(); it != ctx.scratch.rend(); ++it)
       lowered = std::make_shared<AllocateNode>(*it, lowered, Attrs{}, n->span);

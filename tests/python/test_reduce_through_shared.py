@@ -93,3 +93,41 @@ def test_the_staging_fragments_are_in_the_ir():
     script = fragment_into_shared(False).script()
     assert 'row_frag = T.alloc_fragment((16,), "float32")' in script, script
     assert "T.copy(row, row_frag)" in script and "T.copy(row_frag, row)" in script, script
+
+
+def middle_dim(kind, clear):
+    # A 3-D fragment reduced over its middle dimension (upstream's conv puzzle: temp[i, kl, f]
+    # summed over kl), into a fragment and, each step, added to what it holds.
+    @T.prim_func
+    def main(A: T.Tensor((STEPS, 8, 16, 32), "float32"), B: T.Tensor((8, 32), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            t = T.alloc_fragment((8, 16, 32), "float32")
+            r = T.alloc_fragment((8, 32), "float32")
+            T.fill(r, 0.5)
+            for s in T.Serial(STEPS):
+                T.copy(A[s, 0, 0, 0], t)
+                getattr(T, f"reduce_{kind}")(t, r, dim=1, clear=clear)
+            T.copy(r, B)
+    return main
+
+
+@pytest.mark.parametrize("kind, clear", [("sum", True), ("sum", False), ("max", False), ("absmax", True)])
+def test_fragment_reduced_over_a_middle_dimension(target, kind, clear):
+    k = tilelang.compile(middle_dim(kind, clear), target=target)
+    a = RNG.standard_normal((STEPS, 8, 16, 32)).astype("float32")
+    b = np.zeros((8, 32), "float32")
+    k(a, b)
+    step = {"sum": lambda x: x.sum(axis=1), "max": lambda x: x.max(axis=1),
+            "absmax": lambda x: np.abs(x).max(axis=1)}[kind]
+    if clear:
+        expected = step(a[-1])
+    elif kind == "sum":
+        expected = 0.5 + sum(step(a[s]) for s in range(STEPS))
+    else:
+        expected = np.maximum(0.5, np.max([step(a[s]) for s in range(STEPS)], axis=0))
+    np.testing.assert_allclose(b, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_middle_dimension_reduction_is_reported_as_slower():
+    report = _C.lower(middle_dim("sum", True).handle, "cuda -arch=sm_80").lowering_report()
+    assert "T.reduce_sum of t over dim 1 through shared memory (16384 bytes) [slower path:" in report, report
