@@ -60,6 +60,36 @@ Stmt to_cp_async(const Stmt& s) {
   return ToCpAsync().mutate(s);
 }
 
+// Fragment -> fragment between two spreads over the threads (upstream's split-KV combine
+// copies row k of a [splits, rows] fragment into a [rows] one): every thread puts what it
+// holds of the source into a shared copy, then takes what it holds of the destination
+// from there. Reported as a slower path.
+Stmt copy_between_layouts(const TileOpNode& op, const TilePartition& ls, ThreadContext& ctx) {
+  const BufferRegion &src = op.regions[0], &dst = op.regions[1];
+  Span sp = op.span;
+  int64_t bytes = src.buffer->dtype.bytes();
+  for (auto& e : src.buffer->shape) bytes *= *const_int(e);
+  // In the planned dynamic pool: a whole tile may be over the 48 KiB declared statically.
+  Buffer shared = make_buffer(src.buffer->name + "_x", src.buffer->dtype, src.buffer->shape, "shared.dyn", sp);
+  Stmt put = ctx.over_owned(ls, [&](const std::vector<Expr>& idx) -> Stmt {
+    return std::make_shared<BufferStoreNode>(shared, make_load(src.buffer, idx, sp), idx, sp);
+  }, sp, src.buffer->name + "_p");
+  if (Expr first = ls.first_replica(ctx.thread, sp)) put = std::make_shared<IfThenElseNode>(first, put, nullptr, sp);
+  BufferRegion from{shared, src.ranges, src.span};
+  Stmt take = ctx.over_points(kOpName, dst, matched_extents(from, dst), [&](const std::vector<Expr>& point) {
+    Expr value = guarded_load(from, region_indices(from, point, sp), ctx.analyzer, sp);
+    return guarded_store(dst, value, region_indices(dst, point, sp), ctx.analyzer, sp);
+  }, sp);
+  ctx.scratch.push_back(shared);
+  if (ctx.report)
+    ctx.report->push_back(sp.str() + ": " + std::string(kOpName) + " " + src.buffer->name + " -> " + dst.buffer->name +
+                          " through shared memory (" + std::to_string(bytes) + " bytes) [slower path: the fragments "
+                          "are spread over the threads differently (" + ls.str() + " and " +
+                          ctx.layout_of(dst.buffer)->str() + ")]");
+  Stmt sync = sync_threads(sp);
+  return make_seq({sync, put, sync, take, sync}, sp);
+}
+
 // One thread's share: the elements it owns of the fragment side (the layout decides), or
 // a default share of the tile when neither side is a fragment.
 Stmt lower_copy_threads(const TileOpNode& op, ThreadContext& ctx) {
@@ -77,11 +107,7 @@ Stmt lower_copy_threads(const TileOpNode& op, ThreadContext& ctx) {
   const BufferRegion& src = op.regions[0];
   const BufferRegion& dst = op.regions[1];
   const TilePartition *ls = ctx.layout_of(src.buffer), *ld = ctx.layout_of(dst.buffer);
-  if (ls && ld && !(*ls == *ld))
-    fail(ErrorKind::Layout, op.span,
-         std::string(kOpName) + ": fragments " + src.buffer->name + " (" + ls->str() + ") and " +
-             dst.buffer->name + " (" + ld->str() + ") are spread over the threads differently",
-         "copy through a shared buffer");
+  if (ls && ld && !(*ls == *ld)) return copy_between_layouts(op, *ls, ctx);
   const BufferRegion& driver = ld ? dst : (ls ? src : dst);
   Stmt copy = ctx.over_points(kOpName, driver, matched_extents(src, dst), [&](const std::vector<Expr>& point) {
     auto src_indices = region_indices(src, point, op.span);

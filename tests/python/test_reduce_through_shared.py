@@ -131,3 +131,37 @@ def test_fragment_reduced_over_a_middle_dimension(target, kind, clear):
 def test_middle_dimension_reduction_is_reported_as_slower():
     report = _C.lower(middle_dim("sum", True).handle, "cuda -arch=sm_80").lowering_report()
     assert "T.reduce_sum of t over dim 1 through shared memory (16384 bytes) [slower path:" in report, report
+
+
+def rows_of_a_fragment(splits=4, rows=128):
+    # upstream's split-KV combine (flash_decoding/example_mha_inference): the log-sum-exps of
+    # every split in one fragment, reduced over the splits, then row k copied into a 1-D
+    # fragment spread over the threads another way.
+    @T.prim_func
+    def main(L: T.Tensor((splits, rows), "float32"), B: T.Tensor((rows,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            lse = T.alloc_fragment((splits, rows), "float32")
+            row = T.alloc_fragment((rows,), "float32")
+            top = T.alloc_fragment((rows,), "float32")
+            acc = T.alloc_fragment((rows,), "float32")
+            T.copy(L, lse)
+            T.reduce_max(lse, top, dim=0)
+            T.clear(acc)
+            for k in T.serial(splits):
+                T.copy(lse[k, :], row)
+                for i in T.Parallel(rows):
+                    acc[i] += T.exp2(row[i] - top[i])
+            T.copy(acc, B)
+    return main
+
+
+def test_fragment_row_copied_into_another_spread(target):
+    k = tilelang.compile(rows_of_a_fragment(), target=target)
+    a = RNG.standard_normal((4, 128)).astype("float32")
+    b = np.zeros(128, "float32")
+    k(a, b)
+    np.testing.assert_allclose(b, np.exp2(a - a.max(axis=0)).sum(axis=0), rtol=1e-5, atol=1e-6)
+    if target == "cpu":
+        report = _C.lower(rows_of_a_fragment().handle, "cuda -arch=sm_80").lowering_report()
+        assert "T.copy lse -> row through shared memory (2048 bytes) [slower path: the fragments are spread over " \
+               "the threads differently" in report, report
