@@ -323,6 +323,9 @@ void bind_ir(nb::module_& m) {
     return PyStmt{std::make_shared<ForNode>(v, to_expr(mn), to_expr(ext), parse_for_kind(kind),
                                             stmt_or_null(body), to_attrs(attrs), current_span())};
   }, nb::arg("var"), nb::arg("min"), nb::arg("extent"), nb::arg("kind"), nb::arg("body").none(), nb::arg("attrs").none());
+  m.def("while_", [=](nb::handle c, nb::handle body) {
+    return PyStmt{std::make_shared<WhileNode>(cast(DataType::Bool(), to_expr(c)), stmt_or_null(body), current_span())};
+  }, nb::arg("cond"), nb::arg("body").none());
   m.def("if_", [=](nb::handle c, nb::handle t, nb::handle e) {
     return PyStmt{std::make_shared<IfThenElseNode>(cast(DataType::Bool(), to_expr(c)), stmt_or_null(t),
                                                    stmt_or_null(e), current_span())};

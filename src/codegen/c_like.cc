@@ -547,6 +547,13 @@ void Emitter::emit_stmt(const Stmt& s) {
       return emit_for(as<ForNode>(s));
     case StmtKind::IfThenElse:
       return emit_if(as<IfThenElseNode>(s));
+    case StmtKind::While: {
+      auto* n = as<WhileNode>(s);
+      line("while (" + convert(n->cond, DataType::Bool()).text + ") {");
+      emit_block(n->body);
+      line("}");
+      return;
+    }
     case StmtKind::BufferStore:
       return emit_store(as<BufferStoreNode>(s));
     case StmtKind::LetStmt: {
@@ -560,6 +567,7 @@ void Emitter::emit_stmt(const Stmt& s) {
       return;
     }
     case StmtKind::Evaluate:
+      if (auto* c = as<CallNode>(as<EvaluateNode>(s)->value); c && c->op == "loop_break") return line("break;");
       return emit_evaluate(as<EvaluateNode>(s));
     case StmtKind::Allocate:
       return emit_allocate(as<AllocateNode>(s));

@@ -35,6 +35,7 @@ void IRVisitor::visit(const Stmt& s) {
     case StmtKind::Allocate: return visit_allocate(static_cast<const AllocateNode*>(s.get()));
     case StmtKind::TileOp: return visit_tile_op(static_cast<const TileOpNode*>(s.get()));
     case StmtKind::Kernel: return visit_kernel(static_cast<const KernelNode*>(s.get()));
+    case StmtKind::While: return visit_while(static_cast<const WhileNode*>(s.get()));
   }
 }
 
@@ -75,6 +76,10 @@ void IRVisitor::visit_seq(const SeqStmtNode* n) {
 void IRVisitor::visit_for(const ForNode* n) {
   visit(n->min);
   visit(n->extent);
+  visit(n->body);
+}
+void IRVisitor::visit_while(const WhileNode* n) {
+  visit(n->cond);
   visit(n->body);
 }
 void IRVisitor::visit_if(const IfThenElseNode* n) {
@@ -138,6 +143,7 @@ Stmt IRMutator::mutate(const Stmt& s) {
     case StmtKind::Allocate: return mutate_allocate(s, static_cast<const AllocateNode*>(s.get()));
     case StmtKind::TileOp: return mutate_tile_op(s, static_cast<const TileOpNode*>(s.get()));
     case StmtKind::Kernel: return mutate_kernel(s, static_cast<const KernelNode*>(s.get()));
+    case StmtKind::While: return mutate_while(s, static_cast<const WhileNode*>(s.get()));
   }
   return s;
 }
@@ -207,6 +213,12 @@ Stmt IRMutator::mutate_for(const Stmt& s, const ForNode* n) {
   Stmt body = mutate(n->body);
   if (mn == n->min && ext == n->extent && body == n->body) return s;
   return std::make_shared<ForNode>(n->var, mn, ext, n->for_kind, body, n->attrs, n->span);
+}
+Stmt IRMutator::mutate_while(const Stmt& s, const WhileNode* n) {
+  Expr c = mutate(n->cond);
+  Stmt body = mutate(n->body);
+  if (c == n->cond && body == n->body) return s;
+  return std::make_shared<WhileNode>(c, body, n->span);
 }
 Stmt IRMutator::mutate_if(const Stmt& s, const IfThenElseNode* n) {
   Expr c = mutate(n->cond);

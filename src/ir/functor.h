@@ -33,6 +33,7 @@ class IRVisitor {
 
   virtual void visit_seq(const SeqStmtNode* n);
   virtual void visit_for(const ForNode* n);
+  virtual void visit_while(const WhileNode* n);
   virtual void visit_if(const IfThenElseNode* n);
   virtual void visit_store(const BufferStoreNode* n);
   virtual void visit_let(const LetStmtNode* n);
@@ -66,6 +67,7 @@ class IRMutator {
 
   virtual Stmt mutate_seq(const Stmt& s, const SeqStmtNode* n);
   virtual Stmt mutate_for(const Stmt& s, const ForNode* n);
+  virtual Stmt mutate_while(const Stmt& s, const WhileNode* n);
   virtual Stmt mutate_if(const Stmt& s, const IfThenElseNode* n);
   virtual Stmt mutate_store(const Stmt& s, const BufferStoreNode* n);
   virtual Stmt mutate_let(const Stmt& s, const LetStmtNode* n);

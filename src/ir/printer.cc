@@ -110,6 +110,11 @@ class Printer {
       }
       case StmtKind::For: return print_for(static_cast<const ForNode*>(s.get()), level);
       case StmtKind::IfThenElse: return print_if(static_cast<const IfThenElseNode*>(s.get()), level, false);
+      case StmtKind::While: {
+        auto* w = static_cast<const WhileNode*>(s.get());
+        line(level, "while " + expr(w->cond) + ":");
+        return block(w->body, level + 1);
+      }
       case StmtKind::BufferStore: {
         auto* n = static_cast<const BufferStoreNode*>(s.get());
         std::string target = subscript(n->buffer, n->indices);

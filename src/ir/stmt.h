@@ -25,6 +25,7 @@ enum class StmtKind : uint8_t {
   Allocate,
   TileOp,
   Kernel,
+  While,
 };
 
 struct StmtNode {
@@ -63,6 +64,14 @@ struct ForNode : StmtNode {
   ForNode(Var v, Expr mn, Expr ext, ForKind k, Stmt b, Attrs a = {}, Span sp = {})
       : StmtNode(StmtKind::For, sp), var(std::move(v)), min(std::move(mn)), extent(std::move(ext)),
         for_kind(k), body(std::move(b)), attrs(std::move(a)) {}
+};
+
+// `while cond: body` (the condition read before every iteration); a T.loop_break() in the
+// body (an Evaluate of the call "loop_break") leaves the innermost loop.
+struct WhileNode : StmtNode {
+  Expr cond;
+  Stmt body;
+  WhileNode(Expr c, Stmt b, Span sp = {}) : StmtNode(StmtKind::While, sp), cond(std::move(c)), body(std::move(b)) {}
 };
 
 struct IfThenElseNode : StmtNode {

@@ -185,6 +185,10 @@ class Equal {
         vars_.restore(saved);
         return eq;
       }
+      case StmtKind::While: {
+        auto *x = static_cast<const WhileNode*>(a.get()), *y = static_cast<const WhileNode*>(b.get());
+        return expr(x->cond, y->cond) && stmt(x->body, y->body);
+      }
       case StmtKind::IfThenElse: {
         auto *x = static_cast<const IfThenElseNode*>(a.get()),
              *y = static_cast<const IfThenElseNode*>(b.get());
@@ -408,6 +412,11 @@ class Hasher {
         h = combine(h, hash_dtype(n->var->dtype));
         Scope scope(this);
         scope.define_var(n->var.get());
+        return combine(h, stmt(n->body));
+      }
+      case StmtKind::While: {
+        auto* n = static_cast<const WhileNode*>(s.get());
+        h = combine(h, expr(n->cond));
         return combine(h, stmt(n->body));
       }
       case StmtKind::IfThenElse: {

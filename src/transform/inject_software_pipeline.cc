@@ -227,6 +227,13 @@ class SoftwarePipeline : public IRMutator {
     return out;
   }
 
+  Stmt mutate_while(const Stmt& s, const WhileNode* n) override {
+    enclosing_.push_back(n);
+    Stmt out = IRMutator::mutate_while(s, n);
+    enclosing_.pop_back();
+    return out;
+  }
+
   Stmt mutate_let(const Stmt& s, const LetStmtNode* n) override {
     enclosing_.push_back(n);
     Stmt out = IRMutator::mutate_let(s, n);
@@ -357,6 +364,9 @@ class SoftwarePipeline : public IRMutator {
           return "the loop is inside a loop that is not serial (T.Parallel, T.Pipelined, unrolled)";
         if (!index_only(f->min) || !index_only(f->extent))
           return "an enclosing loop's range reads memory other than global tensors";
+      } else if (dynamic_cast<const WhileNode*>(s)) {
+        // (The producer warpgroup would have to run the while loop in step with the consumers.)
+        return "the loop is inside a while loop";
       } else if (auto* i = dynamic_cast<const IfThenElseNode*>(s)) {
         if (!index_only(i->cond)) return "an enclosing condition reads memory other than global tensors, or the thread index";
       } else if (auto* l = dynamic_cast<const LetStmtNode*>(s)) {
@@ -533,6 +543,8 @@ class SoftwarePipeline : public IRMutator {
         }
       } else if (auto* i = dynamic_cast<const IfThenElseNode*>(e)) {
         if (mentions_any(i->cond, varying)) uneven = "an enclosing condition depends on the block index";
+      } else if (auto* w = dynamic_cast<const WhileNode*>(e)) {
+        if (mentions_any(w->cond, varying)) uneven = "an enclosing while loop's condition depends on the block index";
       }
     }
     if (mentions_any(loop->min, varying) || mentions_any(loop->extent, varying))

@@ -321,6 +321,12 @@ class VaryingAnalysis : public IRVisitor {
     visit(n->else_case);
     varying_control_ -= spread;
   }
+  void visit_while(const WhileNode* n) override {
+    bool spread = varying(n->cond);
+    varying_control_ += spread;
+    visit(n->body);
+    varying_control_ -= spread;
+  }
   void visit_let(const LetStmtNode* n) override {
     if (varying(n->value)) mark(n->var.get());
     visit(n->body);
@@ -434,6 +440,7 @@ class BarrierPlanner {
     switch (s->kind) {
       case StmtKind::Seq: return plan_seq(s, static_cast<const SeqStmtNode*>(s.get()), pending);
       case StmtKind::For: return plan_for(s, static_cast<const ForNode*>(s.get()), pending);
+      case StmtKind::While: return plan_while(s, static_cast<const WhileNode*>(s.get()), pending);
       case StmtKind::IfThenElse: return plan_if(s, static_cast<const IfThenElseNode*>(s.get()), pending);
       case StmtKind::LetStmt: return plan_let(s, static_cast<const LetStmtNode*>(s.get()), pending);
       case StmtKind::Allocate: return plan_allocate(s, static_cast<const AllocateNode*>(s.get()), pending);
@@ -573,6 +580,37 @@ class BarrierPlanner {
     Stmt loop = body == n->body ? s
                                 : std::make_shared<ForNode>(n->var, n->min, n->extent, n->for_kind, body,
                                                             n->attrs, n->span);
+    return with_barrier_before(barrier_before, loop, n->span);
+  }
+
+  // `while cond: body`, as a loop whose trip count is unknown (it may not run): the condition
+  // is read before every iteration, hazards from one iteration's tail into the next head
+  // (or into the condition) get a barrier at the end of the body. A condition that differs
+  // between threads leaves the loop one unit, as a loop with thread-dependent bounds.
+  Stmt plan_while(const Stmt& s, const WhileNode* n, AccessSet& pending) {
+    if (varying_.varying(n->cond) || !has_cooperative_work(n->body)) return plan_unit(s, pending);
+    AccessSet header = collect({n->cond});
+    Trial clean = trial(n->body, {});
+    AccessSet whole_block_after;
+    for (auto& a : clean.after)
+      if (a.threads.whole()) whole_block_after.push_back(a);
+    bool carried = entry_needs_barrier(n->body, whole_block_after, clean.events) || conflicts(header, clean.after);
+    bool barrier_before = conflicts(header, pending) || entry_needs_barrier(n->body, pending, clean.events);
+    if (barrier_before) {
+      events_.push_back({n, Place::Before});
+      pending.clear();
+    }
+    merge(pending, header);
+    AccessSet on_entry = pending;
+    if (!carried) merge(pending, clean.after);  // later iterations start so
+    Stmt body = plan(n->body, pending);
+    if (carried) {
+      events_.push_back({n, Place::EndOfBody});
+      body = make_seq({body, make_barrier(n->span, region_)}, n->span);
+      pending.clear();
+    }
+    merge(pending, on_entry);  // it may not run
+    Stmt loop = body == n->body ? s : std::make_shared<WhileNode>(n->cond, body, n->span);
     return with_barrier_before(barrier_before, loop, n->span);
   }
 

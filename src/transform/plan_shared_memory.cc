@@ -44,8 +44,15 @@ class LifetimeCollector : public IRVisitor {
     IRVisitor::visit_allocate(n);
   }
   void visit_for(const ForNode* n) override {
+    in_loop([&] { IRVisitor::visit_for(n); });
+  }
+  void visit_while(const WhileNode* n) override {
+    in_loop([&] { IRVisitor::visit_while(n); });
+  }
+  template <typename F>
+  void in_loop(F visit_loop) {
     if (loop_depth_++ == 0) loop_start_ = counter_;
-    IRVisitor::visit_for(n);
+    visit_loop();
     if (--loop_depth_ == 0) {
       // Everything used in this outermost loop lives for all of it.
       for (auto* b : used_in_loop_) touch_span(b, loop_start_, counter_);
@@ -187,6 +194,8 @@ SharedMemoryUse shared_memory_use(const KernelNode* k) {
         return;
       case StmtKind::For:
         return walk(as<ForNode>(s)->body);
+      case StmtKind::While:
+        return walk(as<WhileNode>(s)->body);
       case StmtKind::IfThenElse:
         walk(as<IfThenElseNode>(s)->then_case);
         return walk(as<IfThenElseNode>(s)->else_case);

@@ -19,7 +19,8 @@ from .cluster import (alloc_cluster_barrier, block_rank_in_cluster, cluster_arri
                       cluster_sync, cluster_wait, copy_cluster)
 from .kernel import ClusterKernel, Kernel, get_thread_binding, get_thread_bindings, use_swizzle, wait_wgmma
 from .frames import Else, If, Then
-from .loops import Parallel, Persistent, Pipelined, Serial, grid, serial, thread_binding, unroll, vectorized
+from .loops import (Parallel, Persistent, Pipelined, Serial, grid, loop_break, serial, thread_binding, unroll,
+                    vectorized)
 from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil, ceildiv, clamp, const, cos, erf,
                    exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, isinf, isnan,
                    log, log1p, log2, log10, max, max_value, min, min_value, pow, round, rsqrt, sigmoid, sin,

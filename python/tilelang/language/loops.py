@@ -100,3 +100,23 @@ def unroll(*args, explicit=False, unroll_factor=None, annotations=None):
 def vectorized(*args, annotations=None):
     """A loop run as vector operations: T.vectorized(stop) or T.vectorized(start, stop)."""
     return LoopSpec("vectorized", [_range(args, "T.vectorized")])
+
+
+def loop_break():
+    """Leaves the innermost T.serial (or while) loop of the kernel, like Python's `break`:
+    `if done: T.loop_break()`. Not inside T.Parallel, T.Pipelined, T.unroll or T.vectorized
+    loops, whose iterations the compiler spreads, overlaps or copies."""
+    from .. import _C
+    from ..errors import TileLangSyntaxError
+    from ..parser import builder as _builder
+    b = _builder.require("T.loop_break")
+    if not b.loop_kinds:
+        raise _builder.error(TileLangSyntaxError, "T.loop_break() outside a kernel loop",
+                             "call it inside a `for ... in T.serial(n)` or a `while` loop")
+    if b.loop_kinds[-1] not in ("serial", "while"):
+        name = {"parallel": "T.Parallel", "pipelined": "T.Pipelined", "unroll": "T.unroll",
+                "vectorized": "T.vectorized"}.get(b.loop_kinds[-1], b.loop_kinds[-1])
+        raise _builder.error(TileLangSyntaxError, f"T.loop_break() inside a {name} loop",
+                             "leave a T.serial or while loop only; a T.Parallel iteration can skip its work "
+                             "with an if")
+    b.emit(_C.evaluate(_C.call_void("loop_break", [])))

@@ -50,6 +50,7 @@ class Builder:
         # (var, value) of the names bound so far (let-bound vars are never rebound), for
         # extents written as the difference of two of them.
         self.let_values = []
+        self.loop_kinds = []  # kinds of the kernel loops around the statement being parsed
 
     # -- frames
     def push(self) -> Frame:

@@ -339,18 +339,23 @@ class Parser:
                     self.visit_stmt(s)
                 except (_Break, _Continue) as e:
                     raise self.error(TileLangSyntaxError, f"'{type(e).__name__[1:].lower()}' in a kernel loop",
-                                     s, "kernel loops always run to the end; use an if inside the loop")
+                                     s, "leave a T.serial or while loop with `T.loop_break()`, or use an if "
+                                     "inside the loop")
         finally:
             self.scopes.pop()
             body = self.builder.pop()
         return body
 
     def stmt_While(self, node):
-        for _ in range(_PYTHON_LOOP_LIMIT):
+        for count in range(_PYTHON_LOOP_LIMIT):
             cond = self.ev(node.test)
             if is_expr(cond) and cond.kind != "IntImm":
-                raise self.error(TileLangSyntaxError, "a while loop whose condition is a kernel value", node,
-                                 "use `for i in T.serial(n)` with an `if` inside")
+                if count:
+                    raise self.error(TileLangSyntaxError, "a while loop whose condition became a kernel value "
+                                     "after running at parse time", node,
+                                     "make the condition a kernel value from the start, or a Python one throughout")
+                self.kernel_while(node, cond)
+                return
             if not cond:
                 break
             try:
@@ -361,6 +366,19 @@ class Parser:
                 continue
         else:
             raise self.error(TileLangSyntaxError, "a parse-time while loop ran too many iterations", node)
+
+    def kernel_while(self, node, cond):
+        """`while cond:` on a kernel value: a loop of the kernel, its condition read before
+        every iteration (T.loop_break() leaves it)."""
+        if node.orelse:
+            raise self.error(TileLangSyntaxError, "while ... else in a kernel loop", node)
+        self.builder.loop_kinds.append("while")
+        try:
+            body = self.ir_block(node.body)
+        finally:
+            self.builder.loop_kinds.pop()
+        self.builder.set_line(node.lineno, node.col_offset)
+        self.builder.emit(_C.while_(cond, body))
 
     def stmt_For(self, node):
         spec, iterable = self.loop_spec(node.iter)
@@ -385,7 +403,11 @@ class Parser:
         for name, (mn, ext) in zip(names, spec.ranges):
             dtype = "int64" if "int64" in (getattr(mn, "dtype", ""), getattr(ext, "dtype", "")) else "int32"
             loop_vars.append(_C.var(name, dtype))
-        body = self.ir_block(node.body, dict(zip(names, loop_vars)))
+        self.builder.loop_kinds.append(spec.kind)
+        try:
+            body = self.ir_block(node.body, dict(zip(names, loop_vars)))
+        finally:
+            self.builder.loop_kinds.pop()
         self.builder.set_line(node.lineno, node.col_offset)
         for k in range(len(loop_vars) - 1, -1, -1):
             mn, ext = spec.ranges[k]

@@ -523,6 +523,8 @@ class CodeGenCPU : public Emitter {
           return;
         case StmtKind::For:
           return walk(as<ForNode>(s)->body);
+        case StmtKind::While:
+          return walk(as<WhileNode>(s)->body);
         case StmtKind::IfThenElse:
           walk(as<IfThenElseNode>(s)->then_case);
           walk(as<IfThenElseNode>(s)->else_case);

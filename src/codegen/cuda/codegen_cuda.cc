@@ -818,6 +818,8 @@ class CodeGenCUDA : public Emitter {
                         unrolled_copies(as<IfThenElseNode>(s)->else_case));
       case StmtKind::LetStmt:
         return unrolled_copies(as<LetStmtNode>(s)->body);
+      case StmtKind::While:
+        return unrolled_copies(as<WhileNode>(s)->body);
       case StmtKind::Allocate:
         return unrolled_copies(as<AllocateNode>(s)->body);
       default:

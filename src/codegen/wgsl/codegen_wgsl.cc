@@ -569,6 +569,15 @@ class WgslCodegen {
         for (auto& x : as<SeqStmtNode>(s)->seq) emit_stmt(x);
         return;
       case StmtKind::For: return emit_for(as<ForNode>(s));
+      case StmtKind::While: {
+        auto* n = as<WhileNode>(s);
+        line("while (" + convert(n->cond, DataType::Bool()) + ") {");
+        ++indent_;
+        emit_stmt(n->body);
+        --indent_;
+        line("}");
+        return;
+      }
       case StmtKind::IfThenElse: {
         auto* n = as<IfThenElseNode>(s);
         line("if (" + convert(n->cond, DataType::Bool()) + ") {");
@@ -659,6 +668,7 @@ class WgslCodegen {
     auto* call = as<CallNode>(n->value);
     if (!call) return;
     if (call->op == "sync_threads") return line("workgroupBarrier();");
+    if (call->op == "loop_break") return line("break;");
     if (call->op == "atomic_add" || call->op == "atomic_max" || call->op == "atomic_min") {
       if (call->args.size() != 2 || !as<BufferLoadNode>(call->args[0]))
         fail(ErrorKind::Internal, call->span, "internal: T." + call->op + " takes a buffer element and a value");
