@@ -207,6 +207,12 @@ TilePartition TilePartition::replicated_axis(int keep, Kind kind, const std::vec
   return p;
 }
 
+TilePartition TilePartition::with_leading_dims(const std::vector<int64_t>& shape) const {
+  TilePartition p = *this;
+  p.shape_ = shape;
+  return p;
+}
+
 TilePartition TilePartition::row_replicated(const std::vector<int64_t>& shape) const {
   return replicated_axis(0, Kind::RowReplicated, shape);
 }

@@ -90,6 +90,9 @@ class TilePartition {
   TilePartition row_replicated(const std::vector<int64_t>& shape) const;
   TilePartition col_replicated(const std::vector<int64_t>& shape) const;
   static TilePartition broadcast(const std::vector<int64_t>& shape, int64_t threads);
+  // The same partition of a tile reshaped with its last dimension kept (rank >= 2 on both
+  // sides, the same element count): the rows are the same flattened rows.
+  TilePartition with_leading_dims(const std::vector<int64_t>& shape) const;
   // A partition given by hand (a T.Fragment in T.annotate_layout): each axis's digits (a
   // rank-1 tile has one axis, a higher one rows x cols) and the copies' thread digits, as
   // read from the user's table. Threads no digit reaches become replica digits: they hold

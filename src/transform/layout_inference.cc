@@ -124,6 +124,43 @@ class LayoutInference : public IRVisitor {
                                      ? it->second.layout
                                      : TilePartition::grid(spec.shape, regions_.threads_of(buf), spec.elem_bytes));
     }
+    // Every name of a swizzled tile's storage is stored alike (refuse_swizzle_of_aliased
+    // admitted only names for which that is the same permutation).
+    std::vector<std::pair<const BufferNode*, SharedSwizzle>> swizzles(swizzled_.begin(), swizzled_.end());
+    for (auto& [node, swz] : swizzles) {
+      for (auto& [data, names] : aliases_.by_storage) {
+        bool here = false;
+        for (auto& nm : names) here = here || nm.get() == node;
+        if (!here) continue;
+        for (auto& nm : names) {
+          auto [it, fresh] = swizzled_.emplace(nm.get(), swz);
+          if (!fresh && !(it->second == swz))
+            fail(ErrorKind::Unsupported, nm->span,
+                 "the shared tile '" + nm->name + "' is needed in two swizzles through its T.reshape / T.view names",
+                 "give the operators tiles of their own (T.copy between them)");
+        }
+      }
+    }
+    // T.reshape views of fragments: the source's layout with the view's shape.
+    struct Views : IRVisitor {
+      std::unordered_map<const BufferNode*, Buffer> found;
+      void note(const Buffer& b) {
+        if (b->is_view && b->is_fragment()) found.emplace(b.get(), b);
+      }
+      void visit_load(const BufferLoadNode* n) override { note(n->buffer); IRVisitor::visit_load(n); }
+      void visit_store(const BufferStoreNode* n) override { note(n->buffer); IRVisitor::visit_store(n); }
+      void visit_tile_op(const TileOpNode* n) override {
+        for (auto& r : n->regions) note(r.buffer);
+        IRVisitor::visit_tile_op(n);
+      }
+    } views;
+    views.visit(k.body);
+    for (auto& [node, view] : views.found) {
+      Buffer src = view_source(view);
+      if (!src || !out.fragments.count(src.get()))
+        fail(ErrorKind::Internal, view->span, "internal: the fragment under the T.reshape '" + view->name + "' is unknown");
+      out.fragments.emplace(node, out.fragments.at(src.get()).with_leading_dims(constant_shape(view, view->span)));
+    }
     out.swizzled = std::move(swizzled_);
     out.gemms = std::move(gemms_);
     out.tma_stores = std::move(tma_stores_);
@@ -134,6 +171,7 @@ class LayoutInference : public IRVisitor {
   using IRVisitor::visit;
 
   void visit_allocate(const AllocateNode* n) override {
+    if (n->buffer->is_fragment() && n->buffer->data) fragment_of_data_[n->buffer->data.get()] = n->buffer;
     if (!derive_ && n->buffer->is_fragment()) {
       auto shape = constant_shape(n->buffer, n->span);
       fragments_[n->buffer.get()] = {shape, n->buffer->dtype.bytes()};
@@ -145,7 +183,16 @@ class LayoutInference : public IRVisitor {
     IRVisitor::visit_allocate(n);
   }
 
+  // The fragment a T.reshape of a fragment is over (null for other buffers): its layout is
+  // the source's, seen with the view's leading dimensions.
+  Buffer view_source(const Buffer& b) const {
+    if (!b->is_view || !b->is_fragment() || !b->data) return nullptr;
+    auto it = fragment_of_data_.find(b->data.get());
+    return it == fragment_of_data_.end() ? nullptr : it->second;
+  }
+
   void decide(const Buffer& b, const TilePartition& layout, Span span) {
+    if (Buffer src = view_source(b)) return decide(src, layout.with_leading_dims(constant_shape(src, span)), span);
     auto it = decided_.find(b.get());
     if (it == decided_.end() || !it->second.derived) {
       decided_.insert_or_assign(b.get(), Decision{layout, span, true});
@@ -159,7 +206,12 @@ class LayoutInference : public IRVisitor {
          "use separate fragments for the two uses, or copy between them through shared memory");
   }
 
-  const TilePartition* layout_of(const Buffer& b) const {
+  const TilePartition* layout_of(const Buffer& b) {
+    if (Buffer src = view_source(b)) {
+      const TilePartition* l = layout_of(src);
+      if (!l) return nullptr;
+      return &view_layouts_.insert_or_assign(b.get(), l->with_leading_dims(constant_shape(b, b->span))).first->second;
+    }
     auto it = decided_.find(b.get());
     return it == decided_.end() ? nullptr : &it->second.layout;
   }
@@ -167,14 +219,32 @@ class LayoutInference : public IRVisitor {
   // A swizzled layout permutes a tile's elements; a T.reshape / T.view of it (or the tile a
   // view is over) would index the unpermuted order, so such storage stays row-major, and
   // where an operator needs the swizzle that is an error at its line.
-  void refuse_swizzle_of_aliased(const Buffer& b, Span span, const std::string& what) {
+  //
+  // Except where every name keeps the columns and dtype and has rows in multiples of 8 (a
+  // (16, 32, 32) tile and its (512, 32) reshape): an in-place swizzle permutes within rows
+  // by the row's index modulo 8, which is then the same under every name, so all the
+  // names are stored swizzled alike.
+  void refuse_swizzle_of_aliased(const Buffer& b, Span span, const std::string& what,
+                                 const SharedSwizzle* want = nullptr) {
     if (!aliases_.aliased(b)) return;
+    if (want && !want->panelled(*const_int(b->shape.back())) && aliases_share_rows(b)) return;
     std::string others;
     for (auto& o : aliases_.others(b)) others += (others.empty() ? "'" : ", '") + o->name + "'";
     fail(ErrorKind::Unsupported, span,
          what + " needs the shared tile '" + b->name + "' in a swizzled layout, but its storage is also reached as " +
              others + " (T.reshape / T.view), which would read it unswizzled",
          "give the operator a tile of its own (T.copy into it), or reshape a copy of the tile");
+  }
+
+  bool aliases_share_rows(const Buffer& b) const {
+    std::vector<Buffer> all = aliases_.others(b);
+    all.push_back(b);
+    for (auto& a : all) {
+      if (a->shape.size() < 2 || a->dtype != b->dtype) return false;
+      const int64_t *cols = const_int(a->shape.back()), *rows = const_int(a->shape[a->shape.size() - 2]);
+      if (!cols || !rows || *cols != *const_int(b->shape.back()) || *rows % 8 != 0) return false;
+    }
+    return true;
   }
 
   // A T.Fragment by hand: attr "digits" holds each axis's digits, most significant first,
@@ -263,10 +333,10 @@ class LayoutInference : public IRVisitor {
       const int64_t* cols = const_int(b->shape.back());
       SwizzleMode mode = cols ? pick_swizzle_mode(*cols, b->dtype.bits) : SwizzleMode::None;
       if (mode == SwizzleMode::None) continue;
-      refuse_swizzle_of_aliased(b, n->span, "T.gemm");
       // wgmma reads the canonical layout of its descriptors (panels one swizzle wide); it
       // serves ldmatrix as well, so it wins over an mma.sync gemm's in-place swizzle.
       SharedSwizzle want{mode, wgmma ? swizzle_width_bytes(mode) * 8 / b->dtype.bits : 0};
+      refuse_swizzle_of_aliased(b, n->span, "T.gemm", &want);
       auto it = swizzled_.find(b.get());
       if (it == swizzled_.end() || wgmma) swizzled_[b.get()] = want;
     }
@@ -329,8 +399,9 @@ class LayoutInference : public IRVisitor {
     if (strict_ && n->op == "copy" && n->regions.size() == 2 && attr_int(*n, "tma", 0)) {
       const Buffer& b = n->regions[1].buffer;
       SwizzleMode mode = pick_swizzle_mode(*const_int(b->shape.back()), b->dtype.bits);
-      if (mode != SwizzleMode::None) refuse_swizzle_of_aliased(b, n->span, "a TMA load");
-      if (mode != SwizzleMode::None) swizzled_[b.get()] = {mode, swizzle_width_bytes(mode) * 8 / b->dtype.bits};
+      SharedSwizzle want{mode, swizzle_width_bytes(mode) * 8 / b->dtype.bits};
+      if (mode != SwizzleMode::None) refuse_swizzle_of_aliased(b, n->span, "a TMA load", &want);
+      if (mode != SwizzleMode::None) swizzled_[b.get()] = want;
     }
     // A shared tile stored to global memory by TMA: panels one swizzle width wide, each a
     // box (a tile that is also a gemm operand or has a layout by hand keeps its stores).
@@ -364,9 +435,9 @@ class LayoutInference : public IRVisitor {
       decide(n->regions[0].buffer, given_fragment(*n), n->span);
     if (strict_ && n->op == "annotate_layout" && n->regions.size() == 1 && attr_str(*n, "layout", "") == "swizzled") {
       const Buffer& b = n->regions[0].buffer;
-      refuse_swizzle_of_aliased(b, n->span, "T.annotate_layout");
-      if (!swizzled_.count(b.get()))
-        swizzled_[b.get()] = {pick_swizzle_mode(*const_int(b->shape.back()), b->dtype.bits), 0};  // checked
+      SharedSwizzle want{pick_swizzle_mode(*const_int(b->shape.back()), b->dtype.bits), 0};  // checked
+      refuse_swizzle_of_aliased(b, n->span, "T.annotate_layout", &want);
+      if (!swizzled_.count(b.get())) swizzled_[b.get()] = want;
     }
     if (derive_ && n->op == "reduce" && n->regions.size() == 2) {
       const Buffer &src = n->regions[0].buffer, &dst = n->regions[1].buffer;
@@ -554,6 +625,8 @@ class LayoutInference : public IRVisitor {
   bool changed_ = false;
   std::unordered_map<const BufferNode*, Spec> fragments_;
   std::unordered_map<const BufferNode*, Decision> decided_;
+  std::unordered_map<const VarNode*, Buffer> fragment_of_data_;  // allocated fragments by storage
+  std::unordered_map<const BufferNode*, TilePartition> view_layouts_;  // layout_of of T.reshape views
 };
 
 }  // namespace

@@ -51,12 +51,15 @@ class FragmentToLocal : public IRMutator {
   explicit FragmentToLocal(const LayoutMap& layouts) : layouts_(layouts) {}
 
  protected:
+  // By storage: a T.reshape of a fragment reaches the same registers (its layout has the
+  // same slots, see layout_inference's view_source).
   Buffer local_of(const Buffer& b) {
-    auto it = locals_.find(b.get());
+    const void* key = b->data ? static_cast<const void*>(b->data.get()) : static_cast<const void*>(b.get());
+    auto it = locals_.find(key);
     if (it != locals_.end()) return it->second;
     const TilePartition& p = layouts_.at(b.get());
     Buffer local = make_buffer(b->name, b->dtype, {make_int(p.local_size())}, scope::kLocal, b->span);
-    locals_.emplace(b.get(), local);
+    locals_.emplace(key, local);
     return local;
   }
   // One index into a fragment of rank >= 2 is a register slot already (fragment_slot).
@@ -87,7 +90,7 @@ class FragmentToLocal : public IRMutator {
 
  private:
   const LayoutMap& layouts_;
-  std::unordered_map<const BufferNode*, Buffer> locals_;
+  std::unordered_map<const void*, Buffer> locals_;
 };
 
 class ThreadLowering : public IRMutator {

@@ -304,3 +304,66 @@ def test_view_defaults_keep_shape_and_dtype():
     b = np.zeros_like(a)
     k(a, b)
     np.testing.assert_array_equal(a, b)
+
+
+def conv1d_img2col(N=4, L=64, KL=16, F=32, BN=2, BL=32, dtype="float32"):
+    # The tilelang-puzzles conv solution's shape: the patches gathered into a 3-D shared
+    # tile, multiplied as its (BN * BL, KL) reshape, the (BN * BL, F) accumulator stored as
+    # its (BN, BL, F) reshape.
+    @T.prim_func
+    def main(X: T.Tensor((N, L), dtype), K: T.Tensor((KL, F), dtype), O: T.Tensor((N, L, F), dtype)):
+        with T.Kernel(N // BN, L // BL, threads=128) as (pid_n, pid_l):
+            X_shared = T.alloc_shared((BN, BL, KL), dtype)
+            K_shared = T.alloc_shared((KL, F), dtype)
+            O_local = T.alloc_fragment((BN * BL, F), "float32")
+            for i, j, k in T.Parallel(BN, BL, KL):
+                if pid_l * BL + j + k < L:
+                    X_shared[i, j, k] = X[pid_n * BN + i, pid_l * BL + j + k]
+                else:
+                    X_shared[i, j, k] = 0
+            X_rows = T.reshape(X_shared, (BN * BL, KL))
+            T.copy(K, K_shared)
+            T.gemm(X_rows, K_shared, O_local, clear_accum=True)
+            O_3d = T.reshape(O_local, (BN, BL, F))
+            T.copy(O_3d, O[pid_n * BN, pid_l * BL, 0])
+    return main
+
+
+def test_reshaped_tile_and_fragment_around_a_gemm(target):
+    dtype = "float16" if target.startswith("cuda") else "float32"
+    x = RNG.standard_normal((4, 64)).astype(dtype)
+    k = RNG.standard_normal((16, 32)).astype(dtype)
+    o = np.zeros((4, 64, 32), dtype)
+    tilelang.compile(conv1d_img2col(dtype=dtype), target=target)(x, k, o)
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 15)))
+    patches = np.stack([xp[:, j:j + 16] for j in range(64)], axis=1)  # (N, L, KL)
+    np.testing.assert_allclose(o.astype(np.float64), patches @ k.astype(np.float64),
+                               rtol=2e-2 if dtype == "float16" else 1e-5, atol=2e-2 if dtype == "float16" else 1e-5)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_cuda_gemm_on_a_reshaped_tile_is_swizzled_under_both_names(arch):
+    """Rows kept in multiples of 8 and the columns unchanged: the in-place swizzle is the
+    same permutation under both names, so the gemm operand is stored swizzled and the
+    threads' 3-D writes go through it too."""
+    reason = nvrtc_reason()
+    if reason:
+        pytest.skip(f"NVRTC is not available: {reason}")
+    lowered = _C.lower(conv1d_img2col(dtype="float16").handle, f"cuda -arch={arch}")
+    source = _C.codegen(lowered, f"cuda -arch={arch}")
+    assert " ^ " in source  # the swizzle's XOR on the shared addresses
+    assert _C.nvrtc_compile(source, "conv.cu", arch, [_include_dir()])[:4] == b"\x7fELF"
+
+
+def test_fragment_reshape_that_regroups_registers_is_refused():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((8, 16), "float32"), B: T.Tensor((16, 8), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                F = T.alloc_fragment((8, 16), "float32")
+                T.copy(A, F)
+                F2 = T.reshape(F, (16, 8))  # <<regroup>>
+                T.copy(F2, B)
+    with pytest.raises(TileLangUnsupportedError) as ei:
+        build()
+    _check(ei, build, "<<regroup>>", "T.reshape of the fragment 'F' to (16, 8)", "last dimension kept")

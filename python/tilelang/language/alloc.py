@@ -108,8 +108,17 @@ def _alias(what, src, shape, dtype):
                              "element or a slice")
     name = src.name
     if src.scope == "local.fragment":
-        _unsupported(f"{what} of the fragment '{name}'",
-                     "copy the fragment into a T.alloc_shared tile and reshape or view that")
+        # The fragment's registers seen with other leading dimensions: the same rows, so the
+        # same thread and slot for every element (layout inference gives the view the
+        # source's layout). Another last dimension or dtype would regroup the registers.
+        new = list(shape) if isinstance(shape, (tuple, list)) else [shape]
+        old = list(src.shape)
+        static = all(isinstance(e, int) for e in new + old)
+        if what != "T.reshape" or not static or len(new) < 2 or len(old) < 2 or new[-1] != old[-1] or \
+                (dtype is not None and canonical(dtype) != src.dtype):
+            _unsupported(f"{what} of the fragment '{name}' to {tuple(new)}",
+                         "a fragment reshapes with its last dimension kept (both shapes of rank >= 2, constant); "
+                         "otherwise copy it into a T.alloc_shared tile and reshape or view that")
     if src.scope == "local.var":
         raise _builder.error(TileLangTypeError, f"{what}: '{name}' is a scalar variable (T.alloc_var), not a buffer",
                              "reshape or view a buffer")
