@@ -521,7 +521,7 @@ class ThreadLowering : public IRMutator {
         for (size_t ai = 0; ai < accesses_left.size(); ++ai) {
           const FragmentAccess& a = accesses_left[ai];
           std::vector<int64_t> idx;
-          bool inside = true;
+          bool inside = true, unknown_owner = false;
           const TilePartition& held = layouts_->fragments.at(a.buffer.get());
           for (size_t d = 0; d < a.indices.size(); ++d) {
             try {
@@ -530,8 +530,10 @@ class ThreadLowering : public IRMutator {
               // An index the loop variables do not give (an outer serial loop's variable:
               // upstream's split-KV combine reads lse[k, j]) is fine along a dimension that
               // only moves the slot: the thread holding the element is the same whatever
-              // its value, so any value checks the ownership.
-              if (!thread_free_dim(held, d))
+              // its value, so any value checks the ownership. Along a thread dimension a
+              // fragment the loop only reads goes through shared memory (below).
+              if (!thread_free_dim(held, d) && !written.count(a.buffer.get())) unknown_owner = true;
+              else if (!thread_free_dim(held, d))
                 fail(ErrorKind::Layout, a.span,
                      "the index of fragment '" + a.buffer->name + "' along dimension " + std::to_string(d) +
                          " depends on values other than the loop variables of its T.Parallel loop, and that "
@@ -545,7 +547,7 @@ class ThreadLowering : public IRMutator {
           }
           if (!inside) continue;
           bool ok = false;
-          for (int64_t r = 0; r < held.replicas() && !ok; ++r) ok = held.thread_of(idx, r) == t;
+          for (int64_t r = 0; r < held.replicas() && !ok && !unknown_owner; ++r) ok = held.thread_of(idx, r) == t;
           if (!ok && !written.count(a.buffer.get())) {
             // Read only: every access of this fragment goes through shared memory instead.
             const Buffer b = a.buffer;

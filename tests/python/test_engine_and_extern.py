@@ -214,7 +214,7 @@ def _thread_y_kernel():
     ("view", lambda F: T.view(F, (4, 4))),
 ])
 def test_views_of_fragments_are_typed_errors(name, call):
-    with pytest.raises(TileLangUnsupportedError, match=f"T.{name} of the fragment 'F' is not supported") as ei:
+    with pytest.raises(TileLangUnsupportedError, match=f"T.{name} of the fragment 'F' to \\(4, 4\\) is not supported") as ei:
         @T.prim_func
         def f(A: T.Tensor((16,), "float32")):
             with T.Kernel(1) as _:

@@ -317,11 +317,7 @@ def test_fragment_read_at_an_outer_loops_index(target):
     np.testing.assert_allclose(out, (partial * w[:, :, None]).sum(axis=1), rtol=1e-4, atol=1e-5)
 
 
-def test_outer_index_along_a_thread_dimension_is_refused():
-    """Read at an outer loop's index along a dimension spread over the threads, the element
-    may be in another thread: refused, naming the dimension."""
-    from tilelang import _C
-
+def outer_index_along_threads(write):
     @T.prim_func
     def main(A: T.Tensor((8, 128), "float32"), B: T.Tensor((128,), "float32")):
         with T.Kernel(1, threads=128):
@@ -330,14 +326,32 @@ def test_outer_index_along_a_thread_dimension_is_refused():
             T.annotate_layout({F: T.Fragment(F.shape, forward_fn=lambda k, j: ((k % 2) * 64 + j % 64,
                                                                            (k // 2) * 2 + j // 64))})
             T.copy(A, F)
+            T.clear(G)
             for k in T.serial(8):
                 for j in T.Parallel(128):
-                    G[j] = F[k, j]
+                    G[j] += F[k, j] * (k + 1)
+                    if write:
+                        F[k, j] = 0.0
             T.copy(G, B)
 
+    return main
+
+
+def test_outer_index_along_a_thread_dimension_reads_through_shared_memory(target):
+    """Read at an outer loop's index along a dimension spread over the threads (upstream's
+    mha_inference combine reads lse[k, i] so): the element may be in another thread, so a
+    fragment the loop only reads reaches it through shared memory (a reported slower path)."""
+    a = np.random.default_rng(6).standard_normal((8, 128)).astype(np.float32)
+    b = np.zeros(128, np.float32)
+    tilelang.compile(outer_index_along_threads(False), target=target)(a, b)
+    np.testing.assert_allclose(b, (a * np.arange(1, 9)[:, None]).sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+def test_outer_index_along_a_thread_dimension_of_a_written_fragment_is_refused():
+    from tilelang import _C
     with pytest.raises(TileLangLayoutError, match=r"the index of fragment 'F' along dimension 0 depends on values "
                                                   r"other than the loop variables"):
-        _C.lower(main.handle, "cuda -arch=sm_80")
+        _C.lower(outer_index_along_threads(True).handle, "cuda -arch=sm_80")
 
 
 def test_loop_in_another_order_than_its_fragment(target):
