@@ -23,7 +23,7 @@ too: --target cuda compiles for the device (for sm_90a when there is none, so th
 lowering and NVRTC still run), --target cpu for the CPU back end.
 
   python benchmarks/upstream_programs.py --target cuda --out build/programs.jsonl
-  python benchmarks/upstream_programs.py --target cpu --only tilelang-puzzles --jobs 4
+  python benchmarks/upstream_programs.py --target cpu --cpu-tensors --only tilelang-puzzles --jobs 2
 """
 from __future__ import annotations
 
@@ -139,6 +139,57 @@ try:
 except Exception:
     pass
 
+# --cpu-tensors: the program's torch "cuda" tensors are made on the CPU instead (factories,
+# .cuda(), .to("cuda"), generators), and torch.cuda's synchronize and events work on the
+# host clock, so a program written for a GPU runs unchanged on the CPU target.
+if os.environ.get("TL_PROGRAMS_CPU_TENSORS"):
+    import functools, time as _time
+    import torch
+
+    def _host(device):
+        if isinstance(device, torch.device) and device.type == "cuda":
+            return torch.device("cpu")
+        if isinstance(device, str) and device.startswith("cuda"):
+            return "cpu"
+        if isinstance(device, int) and not isinstance(device, bool):
+            return "cpu"
+        return device
+
+    def _redirect(fn):
+        @functools.wraps(fn)
+        def wrapped(*a, **kw):
+            if "device" in kw:
+                kw["device"] = _host(kw["device"])
+            return fn(*a, **kw)
+        return wrapped
+
+    for _name in ("randn", "rand", "randint", "randn_like", "rand_like", "randint_like", "zeros", "ones",
+                  "empty", "full", "arange", "linspace", "tensor", "as_tensor", "zeros_like", "ones_like",
+                  "empty_like", "full_like", "eye", "randperm", "empty_strided", "Generator"):
+        if hasattr(torch, _name):
+            setattr(torch, _name, _redirect(getattr(torch, _name)))
+    torch.Tensor.cuda = lambda self, *a, **kw: self
+    _to = torch.Tensor.to
+
+    def _tensor_to(self, *a, **kw):
+        a = tuple(_host(x) if isinstance(x, (str, torch.device)) else x for x in a)
+        if "device" in kw:
+            kw["device"] = _host(kw["device"])
+        return _to(self, *a, **kw)
+    torch.Tensor.to = _tensor_to
+
+    class _HostEvent:
+        def __init__(self, *a, **kw):
+            self.t = None
+        def record(self, *a, **kw):
+            self.t = _time.perf_counter()
+        def synchronize(self):
+            pass
+        def elapsed_time(self, end):
+            return (end.t - self.t) * 1e3
+    torch.cuda.Event = _HostEvent
+    torch.cuda.synchronize = lambda *a, **kw: None
+
 def frames_of(exc):
     out = []
     for fs in traceback.extract_tb(exc.__traceback__):
@@ -207,6 +258,8 @@ def run_one(row, args, tl_target):
     # finds it as it would when run from that checkout.
     env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(PROGRAMS / row["repo"])])
     env["TILELANG_TARGET"] = tl_target
+    if args.cpu_tensors:
+        env["TL_PROGRAMS_CPU_TENSORS"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         child = Path(tmp) / "child.py"
@@ -363,6 +416,9 @@ def main(argv=None):
                         help="run programs whose repo/path contains PATTERN or matches it as a glob "
                         "(repeatable)")
     parser.add_argument("--jobs", type=int, default=1, help="programs run at once")
+    parser.add_argument("--cpu-tensors", action="store_true",
+                        help="make the programs' torch 'cuda' tensors on the CPU (with --target cpu: a program "
+                        "written for a GPU runs unchanged on the CPU back end)")
     parser.add_argument("--timeout", type=float, default=120, help="seconds per program")
     parser.add_argument("--out", help="write one JSON line per program here")
     parser.add_argument("--logs", help="write each program's output to this folder")
