@@ -190,3 +190,22 @@ def test_buffer_over_the_adapter_binding_limit_is_a_clear_error(adapter, rng, mo
     with pytest.raises(ValueError, match=r"not supported on webgpu: argument 'X' is 65536 bytes; the adapter "
                                          r"binds at most 1024 bytes per buffer"):
         k(rng.standard_normal((64, 256)).astype(np.float32))
+
+
+def test_missing_wgpu_package_is_a_typed_error(monkeypatch):
+    """Without the wgpu package, compiling for webgpu says so (a typed error naming the
+    package), not a raw ModuleNotFoundError from inside the runtime."""
+    import sys
+    from tilelang.errors import TileLangUnsupportedError
+    from tilelang.jit import webgpu
+    monkeypatch.setattr(webgpu, "_state", {})
+    monkeypatch.setitem(sys.modules, "wgpu", None)  # `import wgpu` raises ImportError
+
+    @T.prim_func
+    def twice(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                B[i] = A[i] * 2.0
+
+    with pytest.raises(TileLangUnsupportedError, match=r"target 'webgpu' needs the wgpu package"):
+        tilelang.compile(twice, target="webgpu")

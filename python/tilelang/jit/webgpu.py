@@ -139,8 +139,9 @@ def adapter_limits() -> dict:
 
 
 def adapter_id() -> str:
+    description = _device().description  # a typed error first when wgpu or an adapter is missing
     import wgpu
-    return f"wgpu {wgpu.__version__} on {_device().description}, subgroup {subgroup_size()}"
+    return f"wgpu {wgpu.__version__} on {description}, subgroup {subgroup_size()}"
 
 
 def _storage_usage():
