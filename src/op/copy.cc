@@ -71,10 +71,7 @@ Stmt copy_between_layouts(const TileOpNode& op, const TilePartition& ls, ThreadC
   for (auto& e : src.buffer->shape) bytes *= *const_int(e);
   // In the planned dynamic pool: a whole tile may be over the 48 KiB declared statically.
   Buffer shared = make_buffer(src.buffer->name + "_x", src.buffer->dtype, src.buffer->shape, "shared.dyn", sp);
-  Stmt put = ctx.over_owned(ls, [&](const std::vector<Expr>& idx) -> Stmt {
-    return std::make_shared<BufferStoreNode>(shared, make_load(src.buffer, idx, sp), idx, sp);
-  }, sp, src.buffer->name + "_p");
-  if (Expr first = ls.first_replica(ctx.thread, sp)) put = std::make_shared<IfThenElseNode>(first, put, nullptr, sp);
+  Stmt put = ctx.put_in_shared(src.buffer, ls, shared, sp);
   BufferRegion from{shared, src.ranges, src.span};
   Stmt take = ctx.over_points(kOpName, dst, matched_extents(from, dst), [&](const std::vector<Expr>& point) {
     Expr value = guarded_load(from, region_indices(from, point, sp), ctx.analyzer, sp);

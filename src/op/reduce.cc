@@ -240,11 +240,7 @@ Stmt reduce_through_shared(const TileOpNode& op, ReduceKind kind, int dim, bool 
   }
   // In the planned dynamic pool: a whole tile may be over the 48 KiB a kernel declares statically.
   Buffer copy = make_buffer(src.buffer->name + "_all", src.buffer->dtype, shape, "shared.dyn", sp);
-  Expr first = layout.first_replica(ctx.thread, sp);
-  Stmt put = ctx.over_owned(layout, [&](const std::vector<Expr>& idx) -> Stmt {
-    return std::make_shared<BufferStoreNode>(copy, make_load(src.buffer, idx, sp), idx, sp);
-  }, sp, src.buffer->name + "_p");
-  if (first) put = std::make_shared<IfThenElseNode>(first, put, nullptr, sp);
+  Stmt put = ctx.put_in_shared(src.buffer, layout, copy, sp);
   const int64_t extent = *const_int(src.buffer->shape[size_t(dim)]);
   Buffer acc = make_scalar_buffer(dst.buffer->name + "_red", t, sp);
   std::vector<Expr> at0 = {make_int(0)};

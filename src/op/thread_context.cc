@@ -45,6 +45,14 @@ Stmt ThreadContext::over_owned(const TilePartition& p, const std::function<Stmt(
   return inner;
 }
 
+Stmt ThreadContext::put_in_shared(const Buffer& frag, const TilePartition& p, const Buffer& shared, Span span) {
+  Stmt put = over_owned(p, [&](const std::vector<Expr>& index) -> Stmt {
+    return std::make_shared<BufferStoreNode>(shared, make_load(frag, index, span), index, span);
+  }, span, frag->name + "_x");
+  Expr first = p.first_replica(thread, span);
+  return first ? Stmt(std::make_shared<IfThenElseNode>(first, put, nullptr, span)) : put;
+}
+
 Stmt ThreadContext::over_points(const std::string& op_name, const BufferRegion& driver,
                                 const std::vector<Expr>& space,
                                 const std::function<Stmt(const std::vector<Expr>&)>& body, Span span) {

@@ -82,6 +82,10 @@ struct ThreadContext {
   // body is built.
   Stmt over_owned(const TilePartition& p, const std::function<Stmt(const std::vector<Expr>&)>& body,
                   Span span, const std::string& prefix = "t");
+  // Every element of the fragment `frag` (laid out as p) stored at its index in `shared` by
+  // the first of its holders: how a fragment reaches threads that do not hold it (the
+  // caller puts the barriers around it).
+  Stmt put_in_shared(const Buffer& frag, const TilePartition& p, const Buffer& shared, Span span);
   // `for name in T.unroll(n): body(name)`, the variable bound in the analyzer while the
   // body is built.
   Stmt unrolled(const std::string& name, int64_t n, const std::function<Stmt(const Expr&)>& body, Span span);

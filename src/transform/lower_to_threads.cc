@@ -463,15 +463,8 @@ class ThreadLowering : public IRMutator {
     if (!through_shared.empty()) {
       // Earlier reads of the shared buffers end, the holders' stores land, then the loop.
       std::vector<Stmt> seq = {sync_threads(n->span)};
-      for (auto& [frag, shared] : through_shared) {
-        const TilePartition& held = layouts_->fragments.at(frag.get());
-        Expr first = held.first_replica(thread_, n->span);
-        Stmt put = ctx.over_owned(held, [&](const std::vector<Expr>& index) -> Stmt {
-          Stmt st = std::make_shared<BufferStoreNode>(shared, make_load(frag, index, n->span), index, n->span);
-          return mutate(st);
-        }, n->span, frag->name + "_x");
-        seq.push_back(first ? Stmt(std::make_shared<IfThenElseNode>(first, put, nullptr, n->span)) : put);
-      }
+      for (auto& [frag, shared] : through_shared)
+        seq.push_back(mutate(ctx.put_in_shared(frag, layouts_->fragments.at(frag.get()), shared, n->span)));
       seq.push_back(sync_threads(n->span));
       seq.push_back(out);
       out = make_seq(seq, n->span);
