@@ -1,6 +1,7 @@
 #include "transform/lower_to_threads.h"
 
 #include <algorithm>
+#include <map>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
@@ -502,6 +503,7 @@ class ThreadLowering : public IRMutator {
     if (accesses_left.empty() || points > (int64_t(1) << 18)) return exchange;
     std::vector<int64_t> point(vars.size(), 0);
     IndexEnv env;
+    std::map<std::pair<const BufferNode*, size_t>, bool> free_dims;  // thread_free_dim, once each
     for (int64_t flat = 0; flat < points; ++flat) {
       int64_t rest = flat;
       for (size_t k = vars.size(); k-- > 0;) {
@@ -525,8 +527,11 @@ class ThreadLowering : public IRMutator {
               // only moves the slot: the thread holding the element is the same whatever
               // its value, so any value checks the ownership. Along a thread dimension a
               // fragment the loop only reads goes through shared memory (below).
-              if (!thread_free_dim(held, d) && !written.count(a.buffer.get())) unknown_owner = true;
-              else if (!thread_free_dim(held, d))
+              auto key = std::make_pair(a.buffer.get(), d);
+              auto found = free_dims.find(key);
+              if (found == free_dims.end()) found = free_dims.emplace(key, thread_free_dim(held, d)).first;
+              if (!found->second && !written.count(a.buffer.get())) unknown_owner = true;
+              else if (!found->second)
                 fail(ErrorKind::Layout, a.span,
                      "the index of fragment '" + a.buffer->name + "' along dimension " + std::to_string(d) +
                          " depends on values other than the loop variables of its T.Parallel loop, and that "
