@@ -38,6 +38,15 @@ def rel_err(a, b):
     return float((a - b).norm() / b.norm())
 
 
+def kernel_times(fa, q, k, v, o, lse, do, bench):
+    """Milliseconds of each of the backward's three kernels (and of zeroing dQ's accumulator)."""
+    delta = fa.pre(o, do)
+    dq_acc = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+    return {"ms_pre": bench(lambda: fa.pre(o, do)), "ms_zero": bench(lambda: dq_acc.zero_()),
+            "ms_main": bench(lambda: fa.main(q, k, v, do, lse, delta, dq_acc)),
+            "ms_post": bench(lambda: fa.post(dq_acc))}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--label", required=True)
@@ -80,7 +89,11 @@ def main():
                     sys.exit(2)
                 continue
             emit(label=args.label, dtype=kind, shape=shape, cfg=list(cfg), tflops=flops / ms / 1e9, err=err,
-                 compile_s=compile_s)
+                 compile_s=compile_s, **kernel_times(fa, q, k, v, o, lse, do, bench))
+            dump = os.environ.get("ATTENTION_BWD_DUMP")  # the main kernel's source, one per configuration at d128
+            if dump and d == 128 and not causal:
+                with open(f"{dump}.{'_'.join(map(str, cfg))}.cu", "w") as f:
+                    f.write(fa.main.get_kernel_source())
         if args.refs:
             for name, backend in (("cuDNN SDPA", SDPBackend.CUDNN_ATTENTION), ("flash SDPA", SDPBackend.FLASH_ATTENTION)):
                 try:

@@ -13,7 +13,7 @@
 #   bash benchmarks/run_gpu.sh autotune   (build, the 126-configuration GEMM tune twice: fresh, cached;
 #                                         then fresh through a local Ray instance)
 #   bash benchmarks/run_gpu.sh attention  (build, the torch / eager suites on cuda, the attention
-#                                         examples, then the FlashAttention forward sweep against
+#                                         examples (ATTENTION_TESTS=0: not these), then the FlashAttention forward sweep against
 #                                         cuDNN and upstream TileLang and the backward sweep against
 #                                         cuDNN / flash SDPA)
 #   bash benchmarks/run_gpu.sh programs [--only PATTERN]  (build, then upstream TileLang's own
@@ -66,6 +66,7 @@ fi
 if [ "$ONLY" = attention ]; then
   # FlashAttention forward, ours against cuDNN SDPA and upstream TileLang (same DSL source,
   # same configurations), after the GPU tests of the torch integration and the eager style.
+  if [ "${ATTENTION_TESTS:-1}" = 1 ]; then  # ATTENTION_TESTS=0: the sweeps only
   echo "== Python torch / eager / extern suites on cuda"
   TILELANG_TEST_TARGETS=cuda timeout ${HOPPER_TEST_TIMEOUT:-600} $PY -m pytest -q -p no:cacheprovider \
     tests/python/test_torch_op.py tests/python/test_layout_pictures.py tests/python/test_eager_jit.py \
@@ -81,6 +82,7 @@ if [ "$ONLY" = attention ]; then
     timeout ${EXAMPLE_TIMEOUT:-120} $PY "$example" > "$LOGS/example_$name.log" 2>&1
     echo "$name (exit $?): $(tail -3 "$LOGS/example_$name.log" | tr '\n' ' ')"
   done
+  fi
   echo "== attention sweep: ours"
   ATTENTION_SWEEP_DUMP=$LOGS/kernel.attention.ours.cu timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_sweep.py \
     --label ours --refs > "$LOGS/attention_ours.jsonl" 2> "$LOGS/attention_ours.err"; tail -2 "$LOGS/attention_ours.err"
@@ -97,7 +99,7 @@ if [ "$ONLY" = attention ]; then
     tail -2 "$LOGS/attention_upstream.err"
   fi
   echo "== attention backward sweep: ours against cuDNN / flash SDPA"
-  timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_bwd_sweep.py --label ours --refs \
+  ATTENTION_BWD_DUMP=$LOGS/kernel.bwd timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_bwd_sweep.py --label ours --refs \
     > "$LOGS/attention_bwd.jsonl" 2> "$LOGS/attention_bwd.err"; tail -2 "$LOGS/attention_bwd.err"
   $PY benchmarks/hopper_table.py "$LOGS/attention_bwd.jsonl" | tee "$LOGS/attention_table_bwd.txt"
   $PY benchmarks/hopper_table.py "$LOGS/attention_ours.jsonl" "$LOGS/attention_upstream.jsonl" | tee "$LOGS/attention_table.txt"
