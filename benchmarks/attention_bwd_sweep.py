@@ -51,7 +51,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--label", required=True)
     ap.add_argument("--refs", action="store_true")
+    ap.add_argument("--pass-configs", default="{}", help="JSON dict of pass configs for the main kernel")
     args = ap.parse_args()
+    pass_configs = json.loads(args.pass_configs) or None
     os.environ["TILELANG_DISABLE_CACHE"] = "1"
     tilelang.disable_cache()
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -76,7 +78,8 @@ def main():
             bm, bn, stages, threads, laid_out = cfg
             try:
                 t0 = time.perf_counter()
-                fa = FlashAttention(b, h, s, d, causal, bm, bn, stages, threads, target="cuda", dq_laid_out=laid_out)
+                fa = FlashAttention(b, h, s, d, causal, bm, bn, stages, threads, target="cuda", dq_laid_out=laid_out,
+                                    pass_configs=pass_configs)
                 compile_s = time.perf_counter() - t0
                 o, lse = fa.fwd(q, k, v)
                 grads = fa.bwd(q, k, v, o, lse, do)

@@ -101,6 +101,11 @@ if [ "$ONLY" = attention ]; then
   echo "== attention backward sweep: ours against cuDNN / flash SDPA"
   ATTENTION_BWD_DUMP=$LOGS/kernel.bwd timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_bwd_sweep.py --label ours --refs \
     > "$LOGS/attention_bwd.jsonl" 2> "$LOGS/attention_bwd.err"; tail -2 "$LOGS/attention_bwd.err"
+  if [ -n "${ATTENTION_OURS_ALSO:-}" ]; then  # the backward's main kernel with those pass configs too
+    timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_bwd_sweep.py --label ours_also --pass-configs "$ATTENTION_OURS_ALSO" \
+      > "$LOGS/attention_bwd_also.jsonl" 2> "$LOGS/attention_bwd_also.err"; tail -2 "$LOGS/attention_bwd_also.err"
+    $PY benchmarks/hopper_table.py "$LOGS/attention_bwd_also.jsonl" /dev/null | tee "$LOGS/attention_table_bwd_also.txt"
+  fi
   $PY benchmarks/hopper_table.py "$LOGS/attention_bwd.jsonl" | tee "$LOGS/attention_table_bwd.txt"
   $PY benchmarks/hopper_table.py "$LOGS/attention_ours.jsonl" "$LOGS/attention_upstream.jsonl" | tee "$LOGS/attention_table.txt"
   (cd "$LOGS" && tar -czf attention_logs.tgz --remove-files $(ls | grep -v -e '^attention_table.*txt$' -e '\.tgz$'))

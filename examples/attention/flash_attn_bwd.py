@@ -208,7 +208,7 @@ class FlashAttention:
     Arrays are numpy arrays or torch tensors (on the target's device)."""
 
     def __init__(self, batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1,
-                 threads=128, target="auto", dq_laid_out=None):
+                 threads=128, target="auto", dq_laid_out=None, pass_configs=None):
         args = (batch, heads, seq_len, dim)
         if dq_laid_out is None:
             dq_laid_out = use_dq_layout(seq_len, dim)
@@ -218,7 +218,7 @@ class FlashAttention:
                                     out_idx=[2], target=target)
         self.main = tilelang.compile(attention_bwd(*args, is_causal, block_M, block_N, num_stages, threads,
                                                    dq_laid_out=dq_laid_out),
-                                     out_idx=[7, 8], target=target)
+                                     out_idx=[7, 8], target=target, pass_configs=pass_configs)
         self.post = tilelang.compile(attention_bwd_postprocess(*args, block_M, threads, dq_laid_out=dq_laid_out),
                                      out_idx=[1], target=target)
 

@@ -130,6 +130,10 @@ Stmt make_seq(std::vector<Stmt> stmts, Span span) {
   return std::make_shared<SeqStmtNode>(std::move(flat), span);
 }
 
+Stmt call_stmt(const std::string& op, std::vector<Expr> args, Span span) {
+  return std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), op, std::move(args), span), span);
+}
+
 std::vector<Var> shape_vars(const PrimFuncNode& f) {
   std::vector<Var> out;
   std::unordered_set<const VarNode*> seen;

@@ -156,5 +156,7 @@ struct KernelNode : StmtNode {
 
 // Builds a sequence, flattening nested sequences and dropping nulls.
 Stmt make_seq(std::vector<Stmt> stmts, Span span = {});
+// The statement `op(args...)`, a call for its effect (a barrier, a wait, an intrinsic).
+Stmt call_stmt(const std::string& op, std::vector<Expr> args, Span span = {});
 
 }  // namespace tl

@@ -56,10 +56,6 @@ std::vector<Stmt> tma_boxes(const std::string& op, const BufferRegion& global, c
   return out;
 }
 
-Stmt call_stmt(const std::string& op, std::vector<Expr> args, Span sp) {
-  return std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), op, std::move(args), sp), sp);
-}
-
 // A tile wider than one 128-byte swizzle is moved in panels of boxes, each swizzled by
 // the hardware from the bits of its shared-memory address: a panel must start on an 8-row
 // swizzle atom, so the tile's rows must be a multiple of 8 (one row of 8192 columns would

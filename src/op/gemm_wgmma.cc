@@ -177,9 +177,13 @@ Stmt lower_gemm_wgmma(const TileOpNode& op, const GemmInstruction& ins, ThreadCo
         Expr n0 = add(col0, mul(nj, c(ins.inst_n), sp), sp);
         Expr b = g.trans_b ? descriptor(rb, g.b, n0, k0, true) : descriptor(rb, g.b, k0, n0, false);
         Expr slot = add(mul(mi, c(slots_per_mi), sp), mul(nj, c(ins.inst_n / 2), sp), sp);
+        // clear_accum: the first K step overwrites the accumulators (scale-d 0) instead of
+        // adding to zeros written first; register writes while an earlier group is in
+        // flight would make ptxas wait for that group before this one.
+        Expr scale_d = clear ? binary(BinaryOp::NE, kk, c(0), sp) : c(1);
         return evaluate(intrinsic("wgmma", {fragment_slot(rc.buffer, slot, sp), a, b, c(ins.inst_n),
                                             c(g.trans_a ? 1 : 0), c(g.trans_b ? 0 : 1),
-                                            std::make_shared<StringImmNode>(types, sp)},
+                                            std::make_shared<StringImmNode>(types, sp), scale_d},
                                   sp),
                         sp);
       });
@@ -187,10 +191,6 @@ Stmt lower_gemm_wgmma(const TileOpNode& op, const GemmInstruction& ins, ThreadCo
   });
   const int64_t total = MI * slots_per_mi;
   std::vector<Stmt> out;
-  if (clear)
-    out.push_back(unrolled("cz", total, [&](const Expr& s) -> Stmt {
-      return std::make_shared<BufferStoreNode>(rc.buffer, cast(rc.buffer->dtype, c(0), sp), std::vector<Expr>{s}, sp);
-    }));
   // The accumulators are final in registers before the tensor cores read them; the group
   // of instructions is committed, then waited for unless the kernel waits itself
   // (wg_wait = -1, then T.wait_wgmma).

@@ -32,7 +32,8 @@ struct Target {
   // (transform/pingpong_warpgroups.h; off by default: measured slower so far).
   bool enable_pingpong = false;
   // tl.disable_wgmma_overlap: a pipelined loop's last T.gemm (attention's P*V) is not run
-  // one iteration behind (transform/inject_software_pipeline.cc, find_overlap).
+  // one iteration behind (transform/inject_software_pipeline.cc, find_overlap), and T.gemm
+  // in a row each wait for their own product (transform/overlap_wgmma_groups.h).
   bool disable_wgmma_overlap = false;
   // Sets the switch a pass config names; false for a name that is not a switch.
   bool set_switch(const std::string& name);

@@ -17,10 +17,6 @@ namespace {
 
 Expr c(int64_t v) { return make_int(v); }
 
-Stmt call_stmt(const std::string& op, std::vector<Expr> args, Span sp) {
-  return std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), op, std::move(args), sp), sp);
-}
-
 std::vector<Stmt> flatten_seq(const Stmt& s) {
   if (auto* seq = as<SeqStmtNode>(s)) return seq->seq;
   return {s};

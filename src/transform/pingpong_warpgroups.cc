@@ -22,10 +22,6 @@ bool is_call(const Stmt& s, const char* op) {
   return call && call->op == op;
 }
 
-Stmt call_stmt(const std::string& op, std::vector<Expr> args, Span sp) {
-  return std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), op, std::move(args), sp), sp);
-}
-
 // Whether s holds a call of op anywhere.
 bool contains_call(const Stmt& s, const std::string& op) {
   bool found = false;

@@ -14,10 +14,6 @@ namespace {
 
 Expr c(int64_t v) { return make_int(v); }
 
-Stmt call_stmt(const std::string& op, std::vector<Expr> args, Span sp) {
-  return std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), op, std::move(args), sp), sp);
-}
-
 bool is_ws_loop(const Stmt& s) {
   auto* f = as<ForNode>(s);
   return f && f->attrs.count("ws_pipeline");

@@ -41,7 +41,9 @@ class PassConfigKey(str, Enum):
     """Do not split pipelined loops into producer and consumer warps. Default: False"""
     TL_DISABLE_WGMMA_OVERLAP = "tl.disable_wgmma_overlap"
     """A pipelined loop's last T.gemm (attention's P*V) is not run one iteration behind,
-    overlapping the next iteration's softmax (this compiler's own option). Default: False"""
+    overlapping the next iteration's softmax, and several T.gemm in a row each wait for their
+    own product instead of staying in flight until their results are used (this compiler's
+    own option). Default: False"""
     TL_ENABLE_WARPGROUP_PINGPONG = "tl.enable_warpgroup_pingpong"
     """Two independent consumer warpgroups take turns on the tensor cores (this compiler's
     own option; measured slower than without on attention so far). Default: False"""

@@ -1150,15 +1150,17 @@ class CodeGenCUDA : public Emitter {
     line("(void)(" + emit(n->value).text + ");");
   }
 
-  // wgmma(c element, a, b descriptor, n, trans_a, trans_b, input type): one
+  // wgmma(c element, a, b descriptor, n, trans_a, trans_b, input type, scale-d): one
   // wgmma.mma_async m64nNk; a is a descriptor, or a register element of A (four 32-bit
-  // registers from there). The accumulators are the N / 2 registers from c on.
+  // registers from there). The accumulators are the N / 2 registers from c on; scale-d 0
+  // overwrites them with A B instead of adding to them.
   void emit_wgmma(const CallNode* call) {
     Span sp = call->span;
     require_arch(90, sp, "wgmma");
-    auto* acc = call->args.size() == 7 ? as<BufferLoadNode>(call->args[0]) : nullptr;
-    auto* types = call->args.size() == 7 ? as<StringImmNode>(call->args[6]) : nullptr;
-    if (!acc || !types) fail(ErrorKind::Internal, sp, "internal: wgmma takes (c, a, b, n, trans_a, trans_b, type)");
+    auto* acc = call->args.size() == 8 ? as<BufferLoadNode>(call->args[0]) : nullptr;
+    auto* types = call->args.size() == 8 ? as<StringImmNode>(call->args[6]) : nullptr;
+    if (!acc || !types)
+      fail(ErrorKind::Internal, sp, "internal: wgmma takes (c, a, b, n, trans_a, trans_b, type, scale-d)");
     int64_t n = const_arg(call, 3, "N"), trans_a = const_arg(call, 4, "trans_a"), trans_b = const_arg(call, 5, "trans_b");
     bool int_acc = acc->buffer->dtype.is_integer();
     bool f16_acc = acc->buffer->dtype == DataType::Float(16);  // two per 32-bit register
@@ -1189,15 +1191,22 @@ class CodeGenCUDA : public Emitter {
     }
     std::string b_operand = "%" + std::to_string(next++);
     inputs.push_back("\"l\"(" + emit(call->args[2]).text + ")");
-    // After d, a, b: scale-d (p, set to 1: the accumulators are added to; a clear writes
-    // zeros first), then for floats imm-scale-a and imm-scale-b (1), then for 16-bit
-    // inputs the transpose flags (only B's with A in registers).
+    // After d, a, b: scale-d (p: 1 adds to the accumulators, 0 overwrites them), then for
+    // floats imm-scale-a and imm-scale-b (1), then for 16-bit inputs the transpose flags
+    // (only B's with A in registers).
+    std::string scale_d = "1";
+    if (const int64_t* v = const_int(call->args[7])) {
+      scale_d = *v ? "1" : "0";
+    } else {
+      scale_d = "%" + std::to_string(next++);
+      inputs.push_back("\"r\"(int(" + emit(call->args[7]).text + "))");
+    }
     if (!half && (trans_a || trans_b)) fail(ErrorKind::Internal, sp, "internal: 8-bit wgmma operands are K-major");
     std::string tail = "p";
     if (!int_acc) tail += ", 1, 1";
     if (half && !a_reg) tail += ", " + std::to_string(trans_a);
     if (half) tail += ", " + std::to_string(trans_b);
-    line("asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n" + ins + " " + d + ", " + a_operand + ", " +
+    line("asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, " + scale_d + ", 0;\\n" + ins + " " + d + ", " + a_operand + ", " +
          b_operand + ", " + tail + ";\\n}\\n\"");
     ++indent_;
     std::string outs;

@@ -14,6 +14,7 @@
 #include "transform/fence_async_proxy.h"
 #include "transform/insert_barriers.h"
 #include "transform/legalize_safe_memory_access.h"
+#include "transform/overlap_wgmma_groups.h"
 #include "transform/plan_shared_memory.h"
 #include "transform/warp_specialize.h"
 #include "transform/lower_to_threads.h"
@@ -40,6 +41,9 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       // An accumulator's store to global memory after the pipeline goes through its free
       // bytes and a TMA store (sm_90a).
       {"stage_epilogue", [&](const PrimFunc& g) { return stage_epilogue(g, target); }},
+      // Several T.gemm in a row (sm_90a): independent products issued back to back, each
+      // waited for only where its result or an operand is next used.
+      {"overlap_wgmma_groups", [&](const PrimFunc& g) { return overlap_wgmma_groups(g, target); }},
       // Shared buffers that are never alive together share bytes.
       {"plan_shared_memory", plan_shared_memory},
       // Barriers are placed at tile level, where every statement is one block-wide step.
