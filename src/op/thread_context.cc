@@ -129,7 +129,19 @@ class VectorizeCopies : public IRMutator {
   Stmt mutate_for(const Stmt& s, const ForNode* n) override {
     Stmt m = IRMutator::mutate_for(s, n);
     auto* f = as<ForNode>(m);
-    if (f->for_kind != ForKind::Unrolled || !eligible(f)) return m;
+    if (f->for_kind != ForKind::Unrolled) return m;
+    // A guard that does not depend on the lane (the threads past a small tile's end) goes
+    // around the vector access: `if (tx < 16) L_s[4 tx .. 4 tx + 3] = ...`.
+    auto* guard = as<IfThenElseNode>(f->body);
+    if (guard && !guard->else_case && !mentions(guard->cond, f->var.get())) {
+      auto inner = std::make_shared<ForNode>(f->var, f->min, f->extent, ForKind::Unrolled, guard->then_case, f->attrs,
+                                             f->span);
+      if (!eligible(inner.get())) return m;
+      Stmt vec = std::make_shared<ForNode>(f->var, f->min, f->extent, ForKind::Vectorized, guard->then_case, f->attrs,
+                                           f->span);
+      return std::make_shared<IfThenElseNode>(guard->cond, vec, nullptr, guard->span);
+    }
+    if (!eligible(f)) return m;
     return std::make_shared<ForNode>(f->var, f->min, f->extent, ForKind::Vectorized, f->body, f->attrs, f->span);
   }
 

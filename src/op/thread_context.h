@@ -108,7 +108,8 @@ Stmt sync_threads(Span span);
 
 // Marks the innermost loops of s that copy `lanes` contiguous elements of one dtype (4, 8
 // or 16 bytes) between provably aligned addresses as Vectorized, so the code generator
-// emits one vector access. Unaligned or guarded copies stay scalar.
+// emits one vector access (a guard that holds for all lanes or none goes around it).
+// Unaligned copies, and copies guarded lane by lane, stay scalar.
 Stmt vectorize_copies(const Stmt& s, arith::Analyzer& analyzer);
 
 }  // namespace tl

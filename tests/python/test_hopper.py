@@ -5,6 +5,7 @@ machine code must show the warpgroup instructions (HGMMA, QGMMA for fp8, IGMMA f
 and no local memory; the lowering report names the instruction and every downgrade.
 On a GPU (TILELANG_TEST_TARGETS=cuda on an H100/H200): the same kernels against numpy on
 random inputs, over operand layouts, tile shapes, warpgroup splits and ragged edges."""
+import re
 import sys
 import warnings
 
@@ -226,6 +227,43 @@ def test_run_time_strides_keep_cp_async_and_say_why():
     assert "[slower path: not TMA: A's stride along dimension 0 is known only at run time" in report
     odd = _C.lower(matmul(256, 256, 196, 128, 128, 64, in_dtype="float16").handle, SM90).lowering_report()
     assert "A's stride along dimension 0 is not a multiple of 16 bytes" in odd
+
+
+def _row_vector_pipeline(n=64, threads=256, steps=4):
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(X: T.Tensor((steps * n,), "float32"), Y: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=threads):
+            X_s = T.alloc_shared((n,), "float32")
+            acc = T.alloc_fragment((n,), "float32")
+            T.clear(acc)
+            for i in T.Pipelined(steps, num_stages=2):
+                T.copy(X[i * n:(i + 1) * n], X_s)
+                for j in T.Parallel(n):
+                    acc[j] += X_s[j]
+            T.copy(acc, Y)
+
+    return main
+
+
+def test_small_row_tile_moves_by_cp_async_vectors():
+    # 64 floats over 256 threads: 16 threads move 16 bytes each, by cp.async (the guard on the
+    # thread goes around the vector; lane by lane the copy was a synchronous load and store).
+    src = _C.codegen(_C.lower(_row_vector_pipeline().handle, SM90), SM90)
+    assert re.search(r"if \(tx < 16\) \{\s*tl::cp_async<16>\(&X_s\[", src), src
+    assert not re.search(r"X_s\[[^\]]*\] = X\[", src), src
+
+
+def test_small_row_tile_pipeline_numerics(target, rng):
+    kernel = tilelang.compile(_row_vector_pipeline(), out_idx=[1], target=target)
+    x = rng.standard_normal(4 * 64).astype(np.float32)
+    if target.startswith("cuda"):
+        import torch
+        y = kernel(torch.from_numpy(x).cuda()).cpu().numpy()
+    else:
+        y = np.asarray(kernel(x))
+    np.testing.assert_allclose(y, x.reshape(4, 64).sum(0), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("spelling", ["gemm", "wgmma_gemm"])
