@@ -24,7 +24,8 @@ std::vector<Stmt> tma_boxes(const std::string& op, const BufferRegion& global, c
                             const ThreadContext& ctx, Span sp) {
   const BufferRegion &src = global, &dst = shared;
   const Buffer &G = src.buffer, &S = dst.buffer;
-  const int64_t rows = *const_int(S->shape[S->shape.size() - 2]), cols = *const_int(S->shape.back());
+  const int64_t rows = S->shape.size() >= 2 ? *const_int(S->shape[S->shape.size() - 2]) : 1;
+  const int64_t cols = *const_int(S->shape.back());
   SharedSwizzle swz;
   if (auto it = ctx.layouts.swizzled.find(S.get()); it != ctx.layouts.swizzled.end()) swz = it->second;
   if (swz.mode != SwizzleMode::None && !swz.panelled(cols) && swz.panel_cols != cols && swz.panel_cols != 0)
@@ -101,9 +102,7 @@ Stmt lower_copy_tma(const TileOpNode& op, ThreadContext& ctx) {
   if (!attr_int(op, "by_hand", 0)) return make_seq(loads, sp);
   if (std::string why = why_not_tma_load(op, ctx.target); !why.empty())
     fail(ErrorKind::Unsupported, sp, "T.tma_copy: " + why, "use T.copy, which picks a mechanism that can take it");
-  const Buffer& S = op.regions[1].buffer;
-  int64_t bytes = *const_int(S->shape[S->shape.size() - 2]) * *const_int(S->shape.back()) * S->dtype.bytes();
-  loads.insert(loads.begin(), call_stmt("mbarrier_expect_tx", {op.args[0], make_int(bytes)}, sp));
+  loads.insert(loads.begin(), call_stmt("mbarrier_expect_tx", {op.args[0], make_int(tma_load_bytes(op))}, sp));
   return std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, ctx.thread, make_int(0), sp), make_seq(loads, sp),
                                           nullptr, sp);
 }
@@ -118,18 +117,24 @@ std::string why_not_tma_load(const TileOpNode& op, const Target& target) {
   // Tensor maps describe kernel parameters; a T.reshape / T.view is read by the threads.
   if (src.buffer->is_view) return src.buffer->name + " is a T.reshape / T.view";
   const Buffer& S = dst.buffer;
-  if (S->shape.size() < 2) return S->name + " is not a 2-D tile";
-  for (size_t d = 0; d + 2 < S->shape.size(); ++d)  // a stage of a multi-buffered tile
+  // A 1-D tile is one row; a 2-D tile (a stage of a multi-buffered one) rows x columns.
+  const size_t tile_rank = S->shape.size() == 1 ? 1 : 2;
+  for (size_t d = 0; d + tile_rank < S->shape.size(); ++d)  // a stage of a multi-buffered tile
     if (const int64_t* e = const_int(dst.ranges[d].extent); !e || *e != 1) return S->name + " is not a 2-D tile";
-  for (size_t d = S->shape.size() - 2; d < S->shape.size(); ++d) {
+  for (size_t d = S->shape.size() - tile_rank; d < S->shape.size(); ++d) {
     const int64_t *mn = const_int(dst.ranges[d].min), *e = const_int(dst.ranges[d].extent), *full = const_int(S->shape[d]);
     if (!mn || *mn != 0 || !e || !full || *e != *full) return "the copy writes part of " + S->name + "'s tile";
   }
-  const int64_t *rows = const_int(S->shape[S->shape.size() - 2]), *cols = const_int(S->shape.back());
+  const int64_t one = 1;
+  const int64_t *rows = tile_rank == 1 ? &one : const_int(S->shape[S->shape.size() - 2]), *cols = const_int(S->shape.back());
   int bits = S->dtype.bits;
   if (!rows || !cols || *rows > 256 || (*cols * bits) % 256 != 0)
     return S->name + ": a TMA box needs at most 256 rows of a multiple of 32 bytes";
-  if (std::string why = why_not_panels(S, *rows, *cols); !why.empty()) return why;
+  if (tma_moves_one_row(op)) {
+    if (*cols > 256) return S->name + ": one row of more than 256 elements (one unswizzled TMA box)";
+  } else if (std::string why = why_not_panels(S, *rows, *cols); !why.empty()) {
+    return why;
+  }
   if (src.buffer->dtype != S->dtype) return "the copy into " + S->name + " converts its dtype";
   std::vector<int> dims;
   for (size_t d = 0; d < src.ranges.size(); ++d) {
@@ -153,6 +158,22 @@ std::string why_not_tma_load(const TileOpNode& op, const Target& target) {
              (st ? " is not a multiple of 16 bytes" : " is known only at run time (TMA needs multiples of 16 bytes)");
   }
   return "";
+}
+
+bool tma_moves_one_row(const TileOpNode& op) {
+  if (op.regions.size() != 2) return false;
+  int non_unit = 0;
+  for (auto& r : op.regions[0].ranges) {
+    const int64_t* e = const_int(r.extent);
+    non_unit += !e || *e != 1;
+  }
+  return non_unit == 1;
+}
+
+int64_t tma_load_bytes(const TileOpNode& op) {
+  const Buffer& S = op.regions.at(1).buffer;
+  const int64_t rows = S->shape.size() >= 2 && !tma_moves_one_row(op) ? *const_int(S->shape[S->shape.size() - 2]) : 1;
+  return rows * *const_int(S->shape.back()) * S->dtype.bytes();
 }
 
 Stmt lower_copy_tma_store(const TileOpNode& op, ThreadContext& ctx) {

@@ -16,9 +16,18 @@ Stmt lower_copy_tma(const TileOpNode& op, ThreadContext& ctx);
 
 // Why a global -> shared T.copy cannot be a TMA load on this target (empty when it can): a
 // 2-D shared tile (a stage of a multi-buffered one) of at most 256 rows of a multiple of 32
-// bytes, of whole rows along the tensor's contiguous dimension, in the tensor's dtype, the
-// tensor's strides constant multiples of 16 bytes.
+// bytes, or a 1-D tile of one row of at most 256 elements, of whole rows along the tensor's
+// contiguous dimension, in the tensor's dtype, the tensor's strides constant multiples of 16
+// bytes.
 std::string why_not_tma_load(const TileOpNode& op, const Target& target);
+
+// Whether a TMA copy moves a single row (its global region has one extent other than 1): such
+// a tile is stored unswizzled, one box (the hardware would swizzle each 128 bytes by their
+// shared address, which a one-row tile's readers cannot follow).
+bool tma_moves_one_row(const TileOpNode& op);
+
+// The bytes a TMA load of op brings (the whole destination tile).
+int64_t tma_load_bytes(const TileOpNode& op);
 
 // Why a shared -> global T.copy cannot be a TMA store on this target (empty when it can): a
 // whole 2-D shared tile of at most 256 rows of a multiple of 32 bytes, into rows along the

@@ -405,8 +405,7 @@ class SoftwarePipeline : public IRMutator {
     for (size_t k = 0; k < stmts.size(); ++k) {
       if (!is_producer[k]) continue;
       auto* op = as<TileOpNode>(stmts[k]);
-      const Buffer& dst = op->regions[1].buffer;
-      bytes += *const_int(dst->shape[0]) * *const_int(dst->shape[1]) * dst->dtype.bytes();
+      bytes += tma_load_bytes(*op);
       Attrs attrs = op->attrs;
       attrs["tma"] = int64_t(1);
       if (masks[k]) attrs["cluster_mask"] = masks[k];

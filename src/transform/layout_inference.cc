@@ -395,8 +395,9 @@ class LayoutInference : public IRVisitor {
         fragment_copies_.push_back({n->regions[0].buffer.get(), n->regions[1].buffer.get()});
     }
     if (strict_ && n->op == "gemm" && n->regions.size() == 3) gemm_demands(n);
-    // A TMA destination is stored as TMA writes boxes: panels one swizzle width wide.
-    if (strict_ && n->op == "copy" && n->regions.size() == 2 && attr_int(*n, "tma", 0)) {
+    // A TMA destination is stored as TMA writes boxes: panels one swizzle width wide (a
+    // single row: plain, one box).
+    if (strict_ && n->op == "copy" && n->regions.size() == 2 && attr_int(*n, "tma", 0) && !tma_moves_one_row(*n)) {
       const Buffer& b = n->regions[1].buffer;
       SwizzleMode mode = pick_swizzle_mode(*const_int(b->shape.back()), b->dtype.bits);
       SharedSwizzle want{mode, swizzle_width_bytes(mode) * 8 / b->dtype.bits};

@@ -132,8 +132,16 @@ class Specialize : public IRMutator {
     if (!contains_ws_loop(n->body)) return s;
     threads_ = n->num_threads();
     tx_ = n->thread_vars.at(0);
-    // Registers: the producer keeps 40, the consumers share the rest (at most 240 each).
-    consumer_regs_ = std::min<int64_t>(240, ((65536 - 128 * 40) / threads_) / 8 * 8);
+    // Registers: the producer keeps 40, the consumers share the rest (at most 240 each); where
+    // that leaves the consumers fewer than 240, the producer (TMA issues, barrier waits and
+    // its loop) keeps 24: two consumer warpgroups of attention's backward need their 240
+    // (at 232 ptxas serialises their wgmma groups and spills).
+    producer_regs_ = 40;
+    consumer_regs_ = std::min<int64_t>(240, ((65536 - 128 * producer_regs_) / threads_) / 8 * 8);
+    if (consumer_regs_ < 240) {
+      producer_regs_ = 24;
+      consumer_regs_ = std::min<int64_t>(240, ((65536 - 128 * producer_regs_) / threads_) / 8 * 8);
+    }
     done_ = false;
     counter_ = nullptr;
     keep_registers_ = false;
@@ -154,7 +162,8 @@ class Specialize : public IRMutator {
     report.push_back(n->span.str() + ": warp specialised: " + std::to_string(threads_) + " consumer threads (" +
                      (keep_registers_ ? std::string("registers as launched, T.no_set_max_nreg")
                                       : std::to_string(consumer_regs_) + " registers each") +
-                     ") and a producer warpgroup of 128" + (keep_registers_ ? "" : " (40)"));
+                     ") and a producer warpgroup of 128" +
+                         (keep_registers_ ? "" : " (" + std::to_string(producer_regs_) + ")"));
     std::vector<int64_t> threads = {threads_ + 128};
     return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, threads, body, n->span, n->cluster);
   }
@@ -239,7 +248,7 @@ class Specialize : public IRMutator {
     };
     Stmt consumer = make_seq({budget(consumer_regs_, 1), consumers(rest), consumers(make_seq(after, sp))}, sp);
     Stmt leader = std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, tx_, c(threads_), sp), producer(rest), nullptr, sp);
-    Stmt producer_part = make_seq({budget(40, 0), leader}, sp);
+    Stmt producer_part = make_seq({budget(producer_regs_, 0), leader}, sp);
     out.push_back(std::make_shared<IfThenElseNode>(lt(tx_, c(threads_), sp), consumer, producer_part, sp));
     return make_seq(out, sp);
   }
@@ -351,7 +360,7 @@ class Specialize : public IRMutator {
 
   int64_t threads_ = 0;
   int64_t barrier_id_ = 1;
-  int64_t consumer_regs_ = 232;
+  int64_t consumer_regs_ = 232, producer_regs_ = 40;
   Expr tx_;
   Buffer counter_;  // the pipeline's iteration count when its loop runs more than once
   bool keep_registers_ = false;  // T.no_set_max_nreg in the kernel

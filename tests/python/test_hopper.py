@@ -266,6 +266,54 @@ def test_small_row_tile_pipeline_numerics(target, rng):
     np.testing.assert_allclose(y, x.reshape(4, 64).sum(0), rtol=1e-5, atol=1e-5)
 
 
+def _scaled_products(steps=4, M=64, N=64, K=64):
+    """out = sum_i (A_i B^T) * w_i, w_i a row of N weights per step (a 1-D tile)."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((steps * M, K), "float16"), B: T.Tensor((N, K), "float16"),
+             W: T.Tensor((steps * N,), "float32"), O: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, K), "float16")
+            B_s = T.alloc_shared((N, K), "float16")
+            w_s = T.alloc_shared((N,), "float32")
+            S = T.alloc_fragment((M, N), "float32")
+            acc = T.alloc_fragment((M, N), "float32")
+            T.copy(B, B_s)
+            T.clear(acc)
+            for i in T.Pipelined(steps, num_stages=2):
+                T.copy(A[i * M:(i + 1) * M, :], A_s)
+                T.copy(W[i * N:(i + 1) * N], w_s)
+                T.gemm(A_s, B_s, S, transpose_B=True, clear_accum=True)
+                for m, n in T.Parallel(M, N):
+                    acc[m, n] += S[m, n] * w_s[n]
+            T.copy(acc, O)
+
+    return main
+
+
+def test_row_tile_joins_the_tma_pipeline():
+    # The 1-D tile of weights moves by TMA (one unswizzled box) with the 2-D one, so the
+    # pipeline keeps its TMA producer warpgroup.
+    lowered = _C.lower(_scaled_products().handle, SM90)
+    report = lowered.lowering_report()
+    assert "pipelined by a TMA producer warpgroup" in report and "not TMA" not in report, report
+    src = _C.codegen(lowered, SM90)
+    assert re.search(r"tl::tma_load\(W_tmap\d+, &w_s\[i_?\d* % 2 \* 64\]", src), src
+
+
+def test_row_tile_tma_numerics(target, rng):
+    require_sm90(target)
+    import torch
+    kernel = tilelang.compile(_scaled_products(), out_idx=[3], target=target)
+    a = torch.randn(4 * 64, 64, device="cuda").half()
+    b = torch.randn(64, 64, device="cuda").half()
+    w = torch.randn(4 * 64, device="cuda")
+    ref = sum((a[i * 64:(i + 1) * 64].double() @ b.double().T) * w[i * 64:(i + 1) * 64].double() for i in range(4))
+    out = kernel(a, b, w)
+    assert float((out.double() - ref).norm() / ref.norm()) < 1e-5
+
+
 @pytest.mark.parametrize("spelling", ["gemm", "wgmma_gemm"])
 def test_wait_wgmma_completes_an_asynchronous_gemm(spelling):
     """wg_wait=-1 (and T.wgmma_gemm) leaves the wgmma group in flight; T.wait_wgmma waits
