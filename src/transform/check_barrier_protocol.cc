@@ -189,10 +189,21 @@ class Checker : public IRVisitor {
     };
     std::vector<std::vector<Event>> programs(roles_.size());
     for (size_t r = 0; r < roles_.size(); ++r) {
+      // A loop that starts at a run-time value (the first query tile below a causal
+      // diagonal) addresses its stages from there: its variables take 0 here.
+      IndexEnv start;
+      struct FreeVars : IRVisitor {
+        IndexEnv* env;
+        void visit_var(const VarNode* v) override { (*env)[v] = 0; }
+      } free_vars;
+      free_vars.env = &start;
+      free_vars.visit(roles_[r].loop->min);
+      const int64_t first = evaluate_index(roles_[r].loop->min, start);
       int64_t base = 0;
       for (int64_t n : run) {
         for (int64_t i = 0; i < n; ++i) {
-          IndexEnv env{{roles_[r].loop->var.get(), i + evaluate_index(roles_[r].loop->min, {})}};
+          IndexEnv env = start;
+          env[roles_[r].loop->var.get()] = i + first;
           if (base_) env[base_.get()] = base;
           for (auto& op : roles_[r].ops) {
             bool on = true;

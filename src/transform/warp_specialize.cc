@@ -123,6 +123,20 @@ class NamedBarriers : public IRMutator {
   int64_t threads_, id_;
 };
 
+// 32-bit words of the per-thread arrays (fragments' shares, local arrays) allocated in s.
+int64_t register_array_words(const Stmt& s) {
+  struct V : IRVisitor {
+    int64_t bytes = 0;
+    using IRVisitor::visit;
+    void visit_allocate(const AllocateNode* n) override {
+      if (n->buffer->is_local() && n->buffer->const_size() > 0) bytes += n->buffer->const_size() * n->buffer->dtype.bytes();
+      IRVisitor::visit_allocate(n);
+    }
+  } v;
+  v.visit(s);
+  return v.bytes / 4;
+}
+
 class Specialize : public IRMutator {
  public:
   std::vector<std::string> report;
@@ -132,13 +146,15 @@ class Specialize : public IRMutator {
     if (!contains_ws_loop(n->body)) return s;
     threads_ = n->num_threads();
     tx_ = n->thread_vars.at(0);
-    // Registers: the producer keeps 40, the consumers share the rest (at most 240 each); where
-    // that leaves the consumers fewer than 240, the producer (TMA issues, barrier waits and
-    // its loop) keeps 24: two consumer warpgroups of attention's backward need their 240
-    // (at 232 ptxas serialises their wgmma groups and spills).
+    // Registers: the producer keeps 40, the consumers share the rest (at most 240 each). Where
+    // that leaves the consumers fewer than 240 and their register arrays take more than 192
+    // words a thread, the producer (TMA issues, barrier waits and its loop) keeps 24: the two
+    // consumer warpgroups of attention's backward (about 240 words of accumulators and
+    // scores) need all 240 (at 232 ptxas serialises their wgmma groups and spills), while
+    // the forward's (about 170 words) measured slower with 240.
     producer_regs_ = 40;
     consumer_regs_ = std::min<int64_t>(240, ((65536 - 128 * producer_regs_) / threads_) / 8 * 8);
-    if (consumer_regs_ < 240) {
+    if (consumer_regs_ < 240 && register_array_words(n->body) > 192) {
       producer_regs_ = 24;
       consumer_regs_ = std::min<int64_t>(240, ((65536 - 128 * producer_regs_) / threads_) / 8 * 8);
     }

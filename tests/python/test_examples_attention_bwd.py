@@ -124,3 +124,16 @@ def test_example_main_runs(capsys):
     assert example.main(args) == 0
     out = capsys.readouterr().out
     assert out.count("PASS") == 3 and "FAIL" not in out
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_backward_pipeline_is_tma_on_sm90a(is_causal):
+    # The query-tile loop (from the first tile below the diagonal when causal, a run-time
+    # start) loads Q, dO, L and Delta by TMA from a producer warpgroup; its mbarrier protocol
+    # is checked from that start.
+    from tilelang import _C
+    ex = _load_example()
+    f = ex.attention_bwd(2, 4, 1024, 128, is_causal, 64, 128, 2, 256)
+    report = _C.lower(f.handle, "cuda -arch=sm_90a").lowering_report()
+    assert "pipelined by a TMA producer warpgroup (warp specialised, mbarriers full/empty per stage) into 2 buffers " \
+           "of Q_s dO_s L_s Delta_s" in report, report
