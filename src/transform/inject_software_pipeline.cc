@@ -331,7 +331,7 @@ class SoftwarePipeline : public IRMutator {
   // they can): Hopper with TMA and warp specialisation on, a top-level loop of a 1-D block
   // of whole warpgroups, a T.gemm among the consumers, each producer a 2-D tile whose rows
   // lie along the tensor's contiguous dimension.
-  std::string why_not_tma(const std::vector<Stmt>& stmts, const std::vector<bool>& is_producer) const {
+  std::string why_not_tma(const ForNode* loop, const std::vector<Stmt>& stmts, const std::vector<bool>& is_producer) const {
     if (target_.kind != "cuda" || target_.arch_number() != 90 || target_.arch.back() != 'a')
       return "TMA and warp specialisation need sm_90a";
     if (target_.disable_tma) return "pass config tl.disable_tma_lower is set";
@@ -340,6 +340,9 @@ class SoftwarePipeline : public IRMutator {
       return "the block is not a 1-D block of whole warpgroups";
     if (tma_pipelines_ > 0) return "another loop of the kernel has the TMA pipeline (one per kernel)";
     if (std::string why = why_not_nested(); !why.empty()) return why;
+    // Not yet run on a GPU from a start known only at run time (a causal backward's first
+    // query tile below the diagonal): such loops keep cp.async until it is.
+    if (!const_int(loop->min)) return "the loop starts at a run-time value";
     bool gemm = false;
     for (size_t i = 0; i < stmts.size(); ++i) gemm = gemm || (!is_producer[i] && contains_gemm(stmts[i]));
     if (!gemm) return "no T.gemm consumes the copies";
@@ -620,7 +623,7 @@ class SoftwarePipeline : public IRMutator {
     for (size_t i = 0; i < stmts.size(); ++i)
       if (is_producer[i]) last_staged_.push_back(as<TileOpNode>(stmts[i])->regions[1].buffer->name);
     for (auto& [old, fresh] : staged) staged_[old] = fresh;
-    std::string no_tma = why_not_tma(stmts, is_producer);
+    std::string no_tma = why_not_tma(loop, stmts, is_producer);
     // A constant trip count below 2 has nothing to overlap; but a multicast the program
     // asked for is issued by the TMA pipeline, which takes a loop of one iteration too.
     bool asked_multicast = false;
