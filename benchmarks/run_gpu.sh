@@ -10,6 +10,9 @@
 #                                         only; HOPPER_SWITCHES=a,b: the suites again with those
 #                                         switch pass configs forced)
 #   bash benchmarks/run_gpu.sh pytest ARGS... (build, then pytest ARGS on cuda under the crash handler)
+#   bash benchmarks/run_gpu.sh fuzz [SEEDS] (build, then the differential fuzzer on cuda over SEEDS,
+#                                         default 0-39, FUZZ_SECONDS s per template (60); one
+#                                         summary line per template, a replay line per failure)
 #   bash benchmarks/run_gpu.sh autotune   (build, the 126-configuration GEMM tune twice: fresh, cached;
 #                                         then fresh through a local Ray instance)
 #   bash benchmarks/run_gpu.sh attention  (build, the torch / eager suites on cuda, the attention
@@ -61,6 +64,13 @@ if [ "$ONLY" = pytest ]; then
   TILELANG_TEST_TARGETS=cuda timeout ${HOPPER_TEST_TIMEOUT:-600} $PY -m pytest -q -p no:cacheprovider "$@" \
     > "$LOGS/pytest_args.log" 2>&1; tail -3 "$LOGS/pytest_args.log"
   grep -E "^(FAILED|ERROR)|Fatal Python error" "$LOGS/pytest_args.log" | head -20
+  exit 0
+fi
+if [ "$ONLY" = fuzz ]; then
+  TILELANG_FUZZ_SEEDS=${2:-0-39} TILELANG_FUZZ_SECONDS=${FUZZ_SECONDS:-60} TILELANG_TEST_TARGETS=cuda \
+    timeout ${HOPPER_TEST_TIMEOUT:-600} $PY -m pytest -q -s -p no:cacheprovider tests/python/fuzz > "$LOGS/fuzz_cuda.log" 2>&1
+  grep -E "^\[cuda\]" "$LOGS/fuzz_cuda.log"; tail -1 "$LOGS/fuzz_cuda.log"
+  grep -E "^(FAILED|ERROR)|fuzz (mismatch|error):" "$LOGS/fuzz_cuda.log" | head -20
   exit 0
 fi
 if [ "$ONLY" = attention ]; then
