@@ -139,3 +139,20 @@ def test_backward_pipeline_is_tma_on_sm90a():
     causal = _C.lower(ex.attention_bwd(2, 4, 1024, 128, True, 64, 128, 2, 256).handle,
                       "cuda -arch=sm_90a").lowering_report()
     assert "copies by cp.async, not TMA [slower path: not TMA: the loop starts at a run-time value]" in causal, causal
+
+
+def test_backward_wgmma_groups_stay_asynchronous_in_sass():
+    # On sm_90a the main kernel's products run as wgmma groups that are not serialised by
+    # ptxas (at 232 consumer registers it waited after every instruction: as many waits as
+    # HGMMA), and S = K Q^T and dP = V dO^T are issued back to back.
+    import re
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from sass import sass_of
+    ex = _load_example()
+    sass, _, _ = sass_of(ex.attention_bwd(2, 4, 1024, 128, False, 64, 128, 2, 256))
+    ops = re.findall(r"\b(HGMMA\.\S+|WARPGROUP\.DEPBAR|WARPGROUP\.ARRIVE)", sass)
+    hgmma, waits = sum(o.startswith("HGMMA") for o in ops), ops.count("WARPGROUP.DEPBAR")
+    assert hgmma >= 32 and waits * 4 <= hgmma, (hgmma, waits)
+    first = ops.index("WARPGROUP.ARRIVE")
+    second = ops.index("WARPGROUP.ARRIVE", first + 1)
+    assert "WARPGROUP.DEPBAR" not in ops[first:second], ops[first:second + 1]
