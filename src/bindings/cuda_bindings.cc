@@ -109,10 +109,11 @@ void bind_cuda(nb::module_& m) {
   });
   m.def("cuda_device_arch", [](int device) { return device_arch(device); }, nb::arg("device") = 0);
   m.def("nvrtc_id", []() { return "nvrtc " + nvrtc_version(); });
-  // (source, file name, arch, include dirs) -> cubin, through NVRTC in process or nvcc.
+  // (source, file name, arch, include dirs) -> cubin, through NVRTC in process or nvcc; with
+  // with_log, (cubin, the compiler's messages: ptxas' notes on the code it made).
   auto compile_cubin = [](auto compiler) {
     return [compiler](const std::string& source, const std::string& name, const std::string& arch,
-                      const std::vector<std::string>& include_dirs, bool fast_math) {
+                      const std::vector<std::string>& include_dirs, bool fast_math, bool with_log) -> nb::object {
       CudaCompileOptions opts;
       opts.arch = arch;
       opts.fast_math = fast_math;
@@ -123,15 +124,19 @@ void bind_cuda(nb::module_& m) {
         nb::gil_scoped_release release;
         out = compiler(source, name, opts);
       }
-      return nb::bytes(out.binary.data(), out.binary.size());
+      nb::bytes cubin(out.binary.data(), out.binary.size());
+      if (!with_log) return cubin;
+      return nb::make_tuple(cubin, out.log);
     };
   };
   m.def("nvrtc_compile", compile_cubin([](const std::string& s, const std::string& n, const CudaCompileOptions& o) {
     return compile_with_nvrtc(s, n, o);
-  }), nb::arg("source"), nb::arg("name"), nb::arg("arch"), nb::arg("include_dirs"), nb::arg("fast_math") = false);
+  }), nb::arg("source"), nb::arg("name"), nb::arg("arch"), nb::arg("include_dirs"), nb::arg("fast_math") = false,
+        nb::arg("with_log") = false);
   m.def("nvcc_compile", compile_cubin([](const std::string& s, const std::string& n, const CudaCompileOptions& o) {
     return compile_with_nvcc(s, n, o);
-  }), nb::arg("source"), nb::arg("name"), nb::arg("arch"), nb::arg("include_dirs"), nb::arg("fast_math") = false);
+  }), nb::arg("source"), nb::arg("name"), nb::arg("arch"), nb::arg("include_dirs"), nb::arg("fast_math") = false,
+        nb::arg("with_log") = false);
   m.def("nvcc_available", []() { return nvcc_available(); });
   // The 128-byte CUtensorMap of a global tensor (shape and strides in elements, outermost
   // first) read in boxes of `box`; validated first, so a bad argument needs no GPU to report.

@@ -854,3 +854,33 @@ def test_wide_rows_through_shared_numerics(target, rng, rows, cols, pipelined):
     xf = x.astype(np.float64)
     expected = xf / np.sqrt((xf * xf).sum(axis=1, keepdims=True))
     np.testing.assert_allclose(np.asarray(kernel(x)).astype(np.float64), expected, rtol=2e-2, atol=1e-3)
+
+
+def test_ptxas_notes_on_wgmma_become_report_lines():
+    # ptxas' notes in NVRTC's log: serialised wgmma is a slower path (warned once), an
+    # injected wait a plain note; other messages are not reported.
+    from tilelang.jit.backends import ptxas_notes
+    log = ("k.cu(22): warning #177-D: variable \"x\" was declared but never referenced\n"
+           "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+           "insufficient register resources for the function 'main_kernel'\n"
+           "ptxas info    : (C7517) warpgroup.wait is injected in around line 497 by compiler to allow use of "
+           "registers defined by GMMA in function 'main_kernel'\n")
+    notes = ptxas_notes(log, "kern.py:12")
+    assert notes == [
+        "kern.py:12: ptxas serialised the kernel's wgmma instructions (insufficient register resources) [slower path: "
+        "each wgmma waits for the one before; fewer registers live across the products (smaller tiles, fewer "
+        "fragments) or accumulators written only by T.gemm avoid it]",
+        "kern.py:12: ptxas waits for the wgmma groups in flight before registers one of them wrote are used (a wait "
+        "the compiler did not place)"], notes
+    assert ptxas_notes("ptxas info    : Used 168 registers, used 2 barriers\n", "kern.py:12") == []
+
+
+def test_nvrtc_log_of_a_gemm_has_no_wgmma_note():
+    from tilelang.jit.backends import ptxas_notes
+    from sass import _include_dir, nvrtc_reason
+    if nvrtc_reason():
+        pytest.skip(f"NVRTC is not available: {nvrtc_reason()}")
+    f = matmul(1024, 1024, 1024, 128, 256, 64, in_dtype="bfloat16", num_stages=3, threads=256)
+    _, log = _C.nvrtc_compile(_C.codegen(_C.lower(f.handle, SM90), SM90), "k.cu", "sm_90a", [_include_dir()],
+                              False, True)
+    assert ptxas_notes(log, "k.py:1") == [], log

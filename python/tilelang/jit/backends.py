@@ -7,6 +7,7 @@ values of the shape variables.
 from __future__ import annotations
 
 import contextlib
+import re
 import tempfile
 from pathlib import Path
 
@@ -38,6 +39,29 @@ SWITCHES = ("tl.disable_wgmma", "tl.disable_tma_lower", "tl.disable_warp_special
 def switches(pass_configs) -> list:
     """The names of the switch pass configs that are set (truthy)."""
     return [k for k in SWITCHES if (pass_configs or {}).get(k)]
+
+
+# ptxas' notes on the wgmma code it made (in the compiler's log even without -v): C7510-C7516
+# say it serialised the wgmma instructions (each waited for before the next), C7517 that it
+# waited for the groups in flight before registers one of them wrote were used.
+_PTXAS_SERIALISED = re.compile(r"\(C751[0-6]\) Potential Performance Loss: wgmma\.mma_async instructions are "
+                               r"serialized due to (.*?)(?: (?:for|in) (?:the )?function '[^']*')?\s*$")
+_PTXAS_WAIT = re.compile(r"\(C7517\) warpgroup\.wait is injected")
+
+
+def ptxas_notes(log: str, where: str) -> list:
+    """Lowering-report lines for ptxas' notes on the wgmma code in a compiler log; `where` is the
+    kernel's file:line."""
+    lines = []
+    for raw in log.splitlines():
+        if m := _PTXAS_SERIALISED.search(raw):
+            lines.append(f"{where}: ptxas serialised the kernel's wgmma instructions ({m.group(1)}) [slower path: "
+                         "each wgmma waits for the one before; fewer registers live across the products (smaller "
+                         "tiles, fewer fragments) or accumulators written only by T.gemm avoid it]")
+        elif _PTXAS_WAIT.search(raw):
+            lines.append(f"{where}: ptxas waits for the wgmma groups in flight before registers one of them wrote "
+                         "are used (a wait the compiler did not place)")
+    return list(dict.fromkeys(lines))
 
 
 class CpuExecutable:
@@ -203,16 +227,17 @@ class CudaBackend:
         from ..engine.callback import cuda_postproc_identity
         return _C.nvrtc_id() + cuda_postproc_identity()
 
-    FILES = ("kernel.cubin", "kernel.cu")  # of a cache entry
+    FILES = ("kernel.cubin", "kernel.cu", "ptxas.txt")  # of a cache entry
 
     def build(self, prim_func, target, key, flags, include_dir, pass_configs=None):
         lowered = _C.lower(prim_func.handle, target, switches(pass_configs))
         infos = _C.cuda_kernel_infos(lowered)
+        report = lowered.lowering_report()
         with _build_dir(key) as (d, shared):
             if shared and cache.lookup(key, self.FILES) is not None:
                 try:
                     return CudaExecutable(infos, (d / "kernel.cubin").read_bytes(), (d / "kernel.cu").read_text(),
-                                          lowered.lowering_report(), prim_func.params), "disk"
+                                          report + (d / "ptxas.txt").read_text(), prim_func.params), "disk"
                 except (TileLangError, OSError):
                     pass  # built again below
             from ..engine.callback import apply_cuda_postproc
@@ -221,12 +246,14 @@ class CudaBackend:
             # tl.enable_fast_math: approximate division, square roots and exponentials (off by
             # default, as upstream).
             fast_math = bool((pass_configs or {}).get("tl.enable_fast_math"))
-            cubin = _C.nvrtc_compile(source, f"{prim_func.name}.cu", arch, [include_dir], fast_math)
+            cubin, log = _C.nvrtc_compile(source, f"{prim_func.name}.cu", arch, [include_dir], fast_math, True)
+            notes = "".join(line + "\n" for line in ptxas_notes(log, f"{prim_func.file}:{prim_func.line}"))
             cache.write_atomic(d / "kernel.cu", source)
             cache.write_atomic(d / "kernel.cubin", cubin)
+            cache.write_atomic(d / "ptxas.txt", notes)
             if shared:
                 cache.store_meta(key, {"name": prim_func.name, "target": target}, self.FILES)
-            return CudaExecutable(infos, cubin, source, lowered.lowering_report(), prim_func.params), None
+            return CudaExecutable(infos, cubin, source, report + notes, prim_func.params), None
 
 
 def backend_for(target: str, prim_func=None):
