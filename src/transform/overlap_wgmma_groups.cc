@@ -101,6 +101,28 @@ bool program_schedules_wgmma(const Stmt& s) {
 
 std::string line_of(const Stmt& s) { return "line " + std::to_string(s->span.line); }
 
+bool same_constant_region(const BufferRegion& a, const BufferRegion& b) {
+  if (a.buffer != b.buffer || a.ranges.size() != b.ranges.size()) return false;
+  for (size_t d = 0; d < a.ranges.size(); ++d) {
+    const int64_t *am = const_int(a.ranges[d].min), *ae = const_int(a.ranges[d].extent);
+    const int64_t *bm = const_int(b.ranges[d].min), *be = const_int(b.ranges[d].extent);
+    if (!am || !ae || !bm || !be || *am != *bm || *ae != *be) return false;
+  }
+  return true;
+}
+
+// Whether `next` may add into the accumulator of `first` while first's group is in flight:
+// wgmma instructions of one shape accumulating into the same registers are ordered by the
+// hardware. The same accumulator tile (one fragment layout, so one warpgroup split and
+// instruction width), inputs of the same width (the same K per instruction), next adding to
+// it (no clear) and reading nothing first writes.
+bool chains(const TileOpNode& first, const TileOpNode& next) {
+  if (!same_constant_region(first.regions[2], next.regions[2]) || attr_int(next, "clear_accum", 0)) return false;
+  if (first.regions[0].buffer->dtype.bits != next.regions[0].buffer->dtype.bits) return false;
+  const Buffer& c = first.regions[2].buffer;
+  return next.regions[0].buffer->data != c->data && next.regions[1].buffer->data != c->data;
+}
+
 class Overlap : public IRMutator {
  public:
   std::vector<std::string> report;
@@ -177,9 +199,15 @@ class Overlap : public IRMutator {
     for (auto& st : body) {
       Effects e = effects(st);
       int last = -1;
+      const TileOpNode* g_next = as_gemm(st);
       for (size_t k = 0; k < pending.size(); ++k) {
         bool shared_bytes = loops_ == 0 && pending[k].e.reads_shared && e.writes_shared;
-        if (depends(pending[k].e, e) || shared_bytes) last = int(k);
+        bool chained = g_next && chains(*as_gemm(pending[k].gemm), *g_next);
+        if (chained)
+          report.push_back(st->span.str() + ": T.gemm into " + g_next->regions[2].buffer->name +
+                           " adds to the accumulator of the T.gemm at " + line_of(pending[k].gemm) +
+                           " while that one runs (same instruction shape: the hardware orders them)");
+        if (!chained && (depends(pending[k].e, e) || shared_bytes)) last = int(k);
       }
       if (last >= 0)
         wait(size_t(last), st, e.opaque ? ", a barrier, wait or call" : ", which uses its result or rewrites an operand");

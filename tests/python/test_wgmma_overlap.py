@@ -122,3 +122,62 @@ def test_products_issued_back_to_back_in_sass():
     # clear is wgmma's scale-d, not register writes), then acc's after the waits.
     assert len(groups) >= 3, ops
     assert any(not g for g in groups[1:]), ops
+
+
+def two_into_one(M=64, N=64, K1=128, K2=64, steps=2):
+    """Per step: S = A_i B^T + C_i D^T (two products into one accumulator, like MLA's scores
+    from the latent and the rotary parts), then O += S."""
+
+    @T.prim_func
+    def main(A: T.Tensor((steps * M, K1), "float16"), B: T.Tensor((N, K1), "float16"),
+             C: T.Tensor((steps * M, K2), "float16"), D: T.Tensor((N, K2), "float16"),
+             O: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, K1), "float16")
+            B_s = T.alloc_shared((N, K1), "float16")
+            C_s = T.alloc_shared((M, K2), "float16")
+            D_s = T.alloc_shared((N, K2), "float16")
+            S = T.alloc_fragment((M, N), "float32")
+            acc = T.alloc_fragment((M, N), "float32")
+            T.copy(B, B_s)
+            T.copy(D, D_s)
+            T.clear(acc)
+            for i in T.Pipelined(steps, num_stages=2):
+                T.copy(A[i * M:(i + 1) * M, :], A_s)
+                T.copy(C[i * M:(i + 1) * M, :], C_s)
+                T.gemm(A_s, B_s, S, transpose_B=True, clear_accum=True)
+                T.gemm(C_s, D_s, S, transpose_B=True)
+                for a, b in T.Parallel(M, N):
+                    acc[a, b] += S[a, b]
+            T.copy(acc, O)
+
+    return main
+
+
+def test_two_products_into_one_accumulator_numerics(target, rng):
+    if target.startswith("cuda"):
+        require_sm90(target)
+    steps = 2
+    kernel = tilelang.compile(two_into_one(steps=steps), out_idx=[4], target=target)
+    a, b, c, d = (rng.standard_normal(s).astype(np.float16) * 0.25
+                  for s in ((steps * 64, 128), (64, 128), (steps * 64, 64), (64, 64)))
+    if target.startswith("cuda"):
+        import torch
+        out = kernel(*(torch.from_numpy(x).cuda() for x in (a, b, c, d))).cpu().numpy()
+    else:
+        out = np.asarray(kernel(a, b, c, d))
+    f = lambda x: x.astype(np.float64)  # noqa: E731
+    ref = sum(f(a[i * 64:(i + 1) * 64]) @ f(b).T + f(c[i * 64:(i + 1) * 64]) @ f(d).T for i in range(steps))
+    err = float(np.linalg.norm(out - ref) / np.linalg.norm(ref))
+    assert err < 1e-3, err
+
+
+def test_second_product_into_the_same_accumulator_is_not_waited_for():
+    report = _C.lower(two_into_one().handle, SM90).lowering_report()
+    assert re.search(r"T.gemm into S adds to the accumulator of the T.gemm at line \d+ while that one runs",
+                     report), report
+    sass, _, _ = sass_of(two_into_one())
+    ops = re.findall(r"\b(HGMMA\.\S+|WARPGROUP\.DEPBAR|WARPGROUP\.ARRIVE)", sass)
+    first = ops.index("WARPGROUP.ARRIVE")
+    second = ops.index("WARPGROUP.ARRIVE", first + 1)
+    assert "WARPGROUP.DEPBAR" not in ops[first:second], ops
