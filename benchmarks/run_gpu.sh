@@ -93,6 +93,16 @@ if [ "$ONLY" = attention ]; then
     echo "$name (exit $?): $(tail -3 "$LOGS/example_$name.log" | tr '\n' ' ')"
   done
   fi
+  echo "== decode: MLA (compute-bound at 128 query heads, memory-bound at 16) and the device copy bandwidth"
+  $PY - <<'PYEOF' 2>&1 | tail -1
+import torch, triton
+x = torch.empty(2 ** 28, dtype=torch.float16, device="cuda"); y = torch.empty_like(x)
+ms = triton.testing.do_bench(lambda: y.copy_(x), warmup=5, rep=50, return_mode="median")
+print(f"device copy: {2 * x.numel() * 2 / ms * 1e-6:.0f} GB/s (bytes read + written)")
+PYEOF
+  for shape in "--batch 64 --heads 128 --seqlen 4096" "--batch 128 --heads 16 --seqlen 4096" "--batch 64 --heads 16 --seqlen 8192"; do
+    timeout ${EXAMPLE_TIMEOUT:-120} $PY examples/attention/mla_decode.py $shape 2>&1 | tail -3 | tr '\n' ' '; echo
+  done
   echo "== attention sweep: ours"
   ATTENTION_SWEEP_DUMP=$LOGS/kernel.attention.ours.cu timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_sweep.py \
     --label ours --refs > "$LOGS/attention_ours.jsonl" 2> "$LOGS/attention_ours.err"; tail -2 "$LOGS/attention_ours.err"

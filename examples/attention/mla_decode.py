@@ -248,7 +248,9 @@ def main(argv=None):
 
     ms = do_bench(lambda: decode(*args_in), warmup=3, rep=args.repeat)
     kv_bytes = int(seqlens.sum()) * 576 * 2  # the cached rows read, float16
-    print(f"time {ms:.3f} ms, KV read {kv_bytes / 1e6:.1f} MB: {kv_bytes / ms * 1e-6:.2f} GB/s")
+    flops = int(seqlens.sum()) * H * (576 + 512) * 2  # scores over 576 dims, output over 512
+    print(f"time {ms:.3f} ms, KV read {kv_bytes / 1e6:.1f} MB: {kv_bytes / ms * 1e-6:.2f} GB/s, "
+          f"{flops / ms * 1e-9:.1f} TFLOP/s")
     return 0 if ok else 1
 
 
