@@ -395,23 +395,33 @@ class ThreadLowering : public IRMutator {
       }
     }
     // A fragment indexed by the loop variables in another order (temp[i, kl, f] in a
-    // T.Parallel(N, F, KL)) drives the loop too: the iterations of a T.Parallel nest are
-    // independent, so the nest is taken in the fragment's order.
+    // T.Parallel(N, F, KL)), or with a 0 along dimensions of extent 1 (lse[k, 0] of a
+    // [splits, 1] fragment in a T.Parallel(splits)), drives the loop too: the iterations of
+    // a T.Parallel nest are independent, so the nest is taken in the fragment's order, with
+    // a loop of one iteration for each unit dimension.
     for (auto& a : accesses) {
-      if (driver || a.indices.size() != vars.size()) break;
-      std::vector<size_t> order;
-      for (auto& idx : a.indices)
-        for (size_t k = 0; k < vars.size(); ++k)
-          if (idx == Expr(vars[k]) && std::find(order.begin(), order.end(), k) == order.end()) order.push_back(k);
-      if (order.size() != vars.size()) continue;
+      if (driver || a.indices.size() < vars.size()) break;
+      const TilePartition& l = layouts_->fragments.at(a.buffer.get());
+      if (l.shape().size() != a.indices.size()) continue;
       std::vector<Var> v2;
       std::vector<int64_t> e2;
-      for (size_t k : order) {
-        v2.push_back(vars[k]);
-        e2.push_back(extents[k]);
+      std::vector<bool> used(vars.size(), false);
+      bool fits = true;
+      for (size_t d = 0; fits && d < a.indices.size(); ++d) {
+        size_t k = 0;
+        while (k < vars.size() && !(a.indices[d] == Expr(vars[k]))) ++k;
+        if (k < vars.size() && !used[k]) {
+          used[k] = true;
+          v2.push_back(vars[k]);
+          e2.push_back(extents[k]);
+        } else if (const int64_t* c = const_int(a.indices[d]); c && *c == 0 && l.shape()[d] == 1) {
+          v2.push_back(make_var(vars[0]->name + "_unit", DataType::Int(32), a.span));
+          e2.push_back(1);
+        } else {
+          fits = false;
+        }
       }
-      const TilePartition& l = layouts_->fragments.at(a.buffer.get());
-      if (l.shape() != e2) continue;
+      if (!fits || std::count(used.begin(), used.end(), true) != int64_t(vars.size()) || l.shape() != e2) continue;
       vars = v2;
       extents = e2;
       driver = &l;

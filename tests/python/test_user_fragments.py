@@ -374,3 +374,52 @@ def test_loop_in_another_order_than_its_fragment(target):
     o = np.zeros((16, 32), np.float32)
     tilelang.compile(main, target=target)(x, k, o)
     np.testing.assert_allclose(o, x * k.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+
+def split_combine(splits=4, heads=8, batch=2):
+    @T.prim_func
+    def main(glse: T.Tensor((batch, heads, splits), "float32"), out: T.Tensor((batch, heads), "float32")):
+        with T.Kernel(heads, batch, threads=128) as (by, bz):
+            lse = T.alloc_fragment((splits, 1), "float32")
+            lse_max = T.alloc_fragment((1,), "float32")
+            for k in T.Parallel(splits):
+                lse[k, 0] = glse[bz, by, k]
+            T.reduce_max(lse, lse_max, dim=0, clear=True)
+            out[bz, by] = lse_max[0]
+
+    return main
+
+
+def unit_middle_dimension(M=4, N=32):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, 1, N), "float32")):
+        with T.Kernel(1, threads=128):
+            F = T.alloc_fragment((M, 1, N), "float32")
+            for i, j in T.Parallel(M, N):
+                F[i, 0, j] = A[i, j] * 2.0 + j
+            T.copy(F, B)
+
+    return main
+
+
+def test_loop_over_a_fragment_with_a_unit_dimension(target):
+    """T.Parallel(splits) writing lse[k, 0] of a [splits, 1] fragment (upstream's split-KV
+    combine), T.Parallel(M, N) writing F[i, 0, j]: the loop is spread like the fragment, with
+    a one-iteration loop for the unit dimension (it was a layout conflict on the GPU targets)."""
+    rng = np.random.default_rng(8)
+    g = rng.standard_normal((2, 8, 4)).astype(np.float32)
+    o = np.zeros((2, 8), np.float32)
+    tilelang.compile(split_combine(), target=target)(g, o)
+    np.testing.assert_array_equal(o, g.max(axis=-1))
+    a = rng.standard_normal((4, 32)).astype(np.float32)
+    b = np.zeros((4, 1, 32), np.float32)
+    tilelang.compile(unit_middle_dimension(), target=target)(a, b)
+    np.testing.assert_allclose(b[:, 0, :], a * 2 + np.arange(32), rtol=1e-6)
+
+
+@pytest.mark.parametrize("make", [split_combine, unit_middle_dimension])
+def test_loop_over_a_fragment_with_a_unit_dimension_compiles_for_cuda(make):
+    from tilelang import _C
+    lowered = _C.lower(make().handle, "cuda -arch=sm_90a")
+    assert "__global__" in _C.codegen(lowered, "cuda -arch=sm_90a")
