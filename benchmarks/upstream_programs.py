@@ -165,9 +165,17 @@ if os.environ.get("TL_PROGRAMS_CPU_TENSORS"):
 
     for _name in ("randn", "rand", "randint", "randn_like", "rand_like", "randint_like", "zeros", "ones",
                   "empty", "full", "arange", "linspace", "tensor", "as_tensor", "zeros_like", "ones_like",
-                  "empty_like", "full_like", "eye", "randperm", "empty_strided", "Generator"):
+                  "empty_like", "full_like", "eye", "randperm", "empty_strided"):
         if hasattr(torch, _name):
             setattr(torch, _name, _redirect(getattr(torch, _name)))
+    # A class still (torch annotates with `torch.Generator | None`), made on the host.
+    class _HostGenerator(torch.Generator):
+        def __new__(cls, device="cpu"):
+            return torch.Generator.__new__(cls, _host(device))
+
+        def __init__(self, device="cpu"):
+            pass
+    torch.Generator = _HostGenerator
     torch.Tensor.cuda = lambda self, *a, **kw: self
     _to = torch.Tensor.to
 

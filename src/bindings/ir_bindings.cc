@@ -11,6 +11,7 @@
 #include "ir/op.h"
 #include "ir/printer.h"
 #include "ir/structural.h"
+#include "op/async_scope.h"
 #include "op/region.h"
 
 namespace tl::py {
@@ -338,6 +339,8 @@ void bind_ir(nb::module_& m) {
     auto v = std::static_pointer_cast<const VarNode>(var.e);
     return PyStmt{std::make_shared<LetStmtNode>(v, to_expr(value), stmt_or_null(body), current_span())};
   }, nb::arg("var"), nb::arg("value"), nb::arg("body").none());
+  // `with T.attr(node, "async_scope", 1):` -- the body's global -> shared copies as cp.async.
+  m.def("async_scope", [](const PyStmt& body) { return PyStmt{async_scope_copies(body.s)}; });
   m.def("evaluate", [](nb::handle e) { return PyStmt{std::make_shared<EvaluateNode>(to_expr(e), current_span())}; });
   m.def("allocate", [=](const PyBuffer& b, nb::handle body, nb::handle attrs) {
     // The allocation is where the buffer was made (its T.alloc_* line), not where the front

@@ -28,7 +28,7 @@ bool leaves_shared_to_async_proxy(const std::string& op) {
   static const std::set<std::string> ops = {"wgmma",         "tma_load",     "tma_load_multicast",
                                             "mbarrier_wait", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
                                             "mbarrier_arrive_cluster", "mbarrier_arrive_remote",
-                                            "mbarrier_expect_tx", "ldmatrix", "fence_proxy_async", "wgmma_desc",
+                                            "mbarrier_expect_tx", "cp_async_barrier_noinc", "ldmatrix", "fence_proxy_async", "wgmma_desc",
                                             "tma_store", "tma_store_commit", "tma_store_wait_read", "tma_store_wait"};
   return ops.count(op) > 0;
 }
@@ -121,11 +121,35 @@ bool reads_shared_asynchronously(const Stmt& s) {
   return found;
 }
 
+bool has_call(const Stmt& s, const std::string& op) {
+  bool found = false;
+  for_each_expr(s, [&](const ExprNode* e) {
+    if (auto* c = dynamic_cast<const CallNode*>(e)) found = found || c->op == op;
+  });
+  return found;
+}
+
+// cp.async copies that other threads wrote, completed by the arrivals of
+// T.cp_async_barrier_noinc, were written through the generic proxy after any fence their
+// writers could run: the waiting thread fences after its wait, before wgmma reads them.
+class FenceAfterWaits : public IRMutator {
+ protected:
+  Stmt mutate_evaluate(const Stmt& s, const EvaluateNode* n) override {
+    auto* call = as<CallNode>(n->value);
+    if (!call || call->op != "mbarrier_wait") return s;
+    Stmt fence = std::make_shared<EvaluateNode>(
+        std::make_shared<CallNode>(DataType::Void(), "fence_proxy_async", std::vector<Expr>{}, n->span), n->span);
+    return std::make_shared<SeqStmtNode>(std::vector<Stmt>{s, fence}, n->span);
+  }
+};
+
 }  // namespace
 
 PrimFunc fence_async_proxy(const PrimFunc& f) {
   if (!reads_shared_asynchronously(f->body)) return f;
-  return with_body(f, FenceBeforeBarriers().mutate(f->body));
+  Stmt body = FenceBeforeBarriers().mutate(f->body);
+  if (has_call(body, "cp_async_barrier_noinc")) body = FenceAfterWaits().mutate(body);
+  return with_body(f, body);
 }
 
 }  // namespace tl

@@ -4,6 +4,7 @@
 // Accesses the analyzer proves in bounds (the common case for full tiles) stay unguarded.
 #include "transform/legalize_safe_memory_access.h"
 
+#include <unordered_set>
 #include <vector>
 
 #include "arith/analyzer.h"
@@ -76,7 +77,7 @@ class SafeAccess : public IRMutator {
   Expr mutate_call(const Expr& e, const CallNode* n) override {
     // An atomic's first argument names an address, not a value: guard the whole call
     // at the statement level instead (see mutate_evaluate).
-    if (n->op.rfind("atomic_", 0) == 0) return e;
+    if (n->op.rfind("atomic_", 0) == 0 || n->op == "cp_async") return e;
     return IRMutator::mutate_call(e, n);
   }
 
@@ -92,7 +93,35 @@ class SafeAccess : public IRMutator {
       if (!cond) return out;
       return std::make_shared<IfThenElseNode>(cond, out, nullptr, n->span);
     }
+    if (c && c->op == "cp_async" && c->args.size() == 3) return guard_cp_async(c, n->span);
     return IRMutator::mutate_evaluate(s, n);
+  }
+
+  // cp_async(&shared[..], &global[..], bytes) of a hand-written async copy: a source run
+  // that may fall outside the tensor is read as zeros (cp.async's zero fill), as a guarded
+  // load gives 0.
+  Stmt guard_cp_async(const CallNode* c, Span span) {
+    auto mutate_indices = [&](const Expr& e) -> Expr {
+      auto* l = as<BufferLoadNode>(e);
+      if (!l) return e;
+      std::vector<Expr> idx;
+      for (auto& i : l->indices) idx.push_back(mutate(i));
+      return std::make_shared<BufferLoadNode>(l->dtype, l->buffer, std::move(idx), l->span);
+    };
+    Expr dst = mutate_indices(c->args[0]), src = mutate_indices(c->args[1]);
+    std::vector<Expr> args = {dst, src, c->args[2]};
+    auto* l = as<BufferLoadNode>(src);
+    const int64_t* bytes = const_int(c->args[2]);
+    if (l && bytes && !l->indices.empty()) {
+      std::vector<Expr> last = l->indices;
+      int64_t lanes = *bytes / l->buffer->dtype.bytes();
+      last.back() = binary(BinaryOp::Add, last.back(), make_int(lanes - 1, last.back()->dtype), span);
+      Expr first_in = in_bounds(l->buffer, l->indices, l->span), last_in = in_bounds(l->buffer, last, l->span);
+      Expr cond = first_in && last_in ? land(first_in, last_in, span) : (first_in ? first_in : last_in);
+      if (cond) args.push_back(cond);
+    }
+    return std::make_shared<EvaluateNode>(std::make_shared<CallNode>(c->dtype, c->op, std::move(args), c->span),
+                                          span);
   }
 
   Stmt mutate_for(const Stmt& s, const ForNode* n) override {
@@ -108,7 +137,43 @@ class SafeAccess : public IRMutator {
     return out;
   }
 
+  // The thread index (and names given to it, `tx = T.get_thread_binding()`) lies in the
+  // block, or in the threads of the T.ws region around the access.
+  Stmt mutate_let(const Stmt& s, const LetStmtNode* n) override {
+    auto* c = as<CallNode>(n->value);
+    const int64_t* dim = c && c->op == "thread_index" && c->args.size() == 1 ? const_int(c->args[0]) : nullptr;
+    auto* alias = as<VarNode>(n->value);
+    bool names_x = (dim && *dim == 0) || (alias && thread_x_.count(alias));
+    if (names_x) thread_x_.insert(n->var.get());
+    analyzer_.bind(n->var.get(), names_x ? thread_bound_ : analyzer_.const_int_bound(n->value));
+    if (dim && *dim > 0 && size_t(*dim) < threads_.size()) analyzer_.bind(n->var.get(), 0, threads_[*dim]);
+    Stmt out = IRMutator::mutate_let(s, n);
+    analyzer_.unbind(n->var.get());
+    if (names_x) thread_x_.erase(n->var.get());
+    return out;
+  }
+  Stmt mutate_if(const Stmt& s, const IfThenElseNode* n) override {
+    auto* c = as<CallNode>(n->cond);
+    const int64_t *lo = c && c->op == "thread_range" ? const_int(c->args[0]) : nullptr,
+                  *hi = lo ? const_int(c->args[1]) : nullptr;
+    if (!lo || !hi) return IRMutator::mutate_if(s, n);
+    arith::ConstIntBound saved = thread_bound_;
+    thread_bound_ = arith::ConstIntBound{*lo, *hi - 1};
+    for (auto* v : thread_x_) analyzer_.bind(v, thread_bound_);
+    Stmt out = IRMutator::mutate_if(s, n);
+    thread_bound_ = saved;
+    for (auto* v : thread_x_) analyzer_.bind(v, thread_bound_);
+    return out;
+  }
+
   Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
+    threads_ = n->threads;
+    thread_x_.clear();
+    thread_bound_ = arith::ConstIntBound{0, n->threads.empty() ? 0 : n->threads[0] - 1};
+    for (size_t d = 0; d < n->thread_vars.size() && d < n->threads.size(); ++d) {
+      analyzer_.bind(n->thread_vars[d].get(), 0, n->threads[d]);
+      if (d == 0) thread_x_.insert(n->thread_vars[0].get());
+    }
     for (size_t d = 0; d < n->block_vars.size(); ++d) {
       arith::ConstIntBound g = analyzer_.const_int_bound(n->grid[d]);
       if (g.max != arith::ConstIntBound::kPosInf && g.max >= 1) {
@@ -119,11 +184,15 @@ class SafeAccess : public IRMutator {
     }
     Stmt out = IRMutator::mutate_kernel(s, n);
     for (auto& v : n->block_vars) analyzer_.unbind(v.get());
+    for (auto& v : n->thread_vars) analyzer_.unbind(v.get());
     return out;
   }
 
  private:
   arith::Analyzer analyzer_;
+  std::vector<int64_t> threads_;
+  std::unordered_set<const VarNode*> thread_x_;
+  arith::ConstIntBound thread_bound_{0, 0};
 };
 
 }  // namespace

@@ -307,9 +307,6 @@ class ThreadLowering : public IRMutator {
   // named barriers of those threads.
   Stmt region(const IfThenElseNode* n, const CallNode* range) {
     require_kernel(n->span, "T.ws");
-    if (target_.kind != "cuda")
-      fail(ErrorKind::Unsupported, n->span, "T.ws is not supported on target " + target_.kind,
-           "warp specialisation by hand needs a CUDA target (sm_90a for its barriers)");
     if (region_threads_)
       fail(ErrorKind::Syntax, n->span, "T.ws blocks cannot be nested");
     int64_t lo = *const_int(range->args[0]), hi = *const_int(range->args[1]);
@@ -326,6 +323,20 @@ class ThreadLowering : public IRMutator {
     threads_ = saved_threads;
     region_threads_ = 0;
     if (tx) az_.bind(tx, saved_bound);
+    // Without named barriers (webgpu, hip) a region is lowered only if it needs no barrier.
+    if (target_.kind != "cuda") {
+      bool synced = false;
+      for_each_expr(body, [&](const ExprNode* e) {
+        auto* call = dynamic_cast<const CallNode*>(e);
+        synced = synced || (call && call->op == "sync_threads");
+      });
+      if (synced)
+        fail(ErrorKind::Unsupported, n->span,
+             "a barrier among the threads [" + std::to_string(lo) + ", " + std::to_string(hi) + ") of this region "
+             "(T.ws, or an `if` on the thread index over whole warpgroups) is not supported on target " + target_.kind,
+             "it needs a named barrier of those threads (CUDA); keep the region's exchanges through shared memory "
+             "outside it, or compile for cuda");
+    }
     struct Named : IRMutator {
       Expr id, count;
       Stmt mutate_evaluate(const Stmt& st, const EvaluateNode* e) override {

@@ -78,6 +78,31 @@ class LifetimeCollector : public IRVisitor {
     note(n->buffer);
     IRVisitor::visit_load(n);
   }
+  void visit_if(const IfThenElseNode* n) override {
+    auto* c = as<CallNode>(n->cond);
+    if (!c || c->op != "thread_range") return IRVisitor::visit_if(n);
+    // T.ws regions run at the same time, not one after the other: what any of them uses
+    // lives from the first region to the last (finish()).
+    if (regions_first_ < 0) regions_first_ = counter_;
+    ++region_depth_;
+    IRVisitor::visit_if(n);
+    --region_depth_;
+    regions_last_ = counter_;
+  }
+  void visit_call(const CallNode* n) override {
+    // An mbarrier keeps its bytes for the whole kernel: arrivals land asynchronously
+    // (copies completing), after the last statement that names it may have run.
+    if (n->op.rfind("mbarrier_", 0) == 0 || n->op == "cp_async_barrier_noinc")
+      for (auto& a : n->args)
+        if (auto* l = as<BufferLoadNode>(a); l && l->buffer->is_shared()) pinned_.push_back(l->buffer.get());
+    IRVisitor::visit_call(n);
+  }
+  // Call once, after visiting the kernel body.
+  void finish() {
+    for (auto* b : used_in_region_) touch_span(b, regions_first_, regions_last_);
+    for (auto* b : pinned_)
+      if (lifetimes.count(b)) touch_span(b, 0, counter_);
+  }
 
  private:
   // A use through a T.reshape / T.view is a use of the allocation it is over.
@@ -89,6 +114,7 @@ class LifetimeCollector : public IRVisitor {
       b = it->second;
     }
     if (loop_depth_ > 0) used_in_loop_.push_back(b);
+    if (region_depth_ > 0) used_in_region_.push_back(b);
     touch_span(b, counter_, counter_);
   }
   void touch_span(const BufferNode* b, int64_t from, int64_t to) {
@@ -100,6 +126,9 @@ class LifetimeCollector : public IRVisitor {
   int64_t counter_ = 0, loop_start_ = 0;
   int loop_depth_ = 0;
   std::vector<const BufferNode*> used_in_loop_;
+  int region_depth_ = 0;
+  int64_t regions_first_ = -1, regions_last_ = -1;
+  std::vector<const BufferNode*> used_in_region_, pinned_;
   std::unordered_map<const VarNode*, const BufferNode*> by_data_;
 };
 
@@ -157,6 +186,7 @@ class PlanKernels : public IRMutator {
   Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
     LifetimeCollector c;
     c.visit(n->body);
+    c.finish();
     if (c.order.empty()) return s;
     auto offsets = place(c);
     int64_t planned = 0, separate = 0;

@@ -388,6 +388,11 @@ TL_DEVICE void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
 TL_DEVICE void mbarrier_arrive(uint64_t* bar) {
   TL_SM90("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
+// Arrives on the barrier when this thread's earlier cp.async copies have landed, without
+// adding to the phase's pending count (the count the barrier was made with includes it).
+TL_DEVICE void cp_async_mbarrier_arrive_noinc(uint64_t* bar) {
+  TL_SM90("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
 TL_DEVICE void mbarrier_wait(uint64_t* bar, uint32_t parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   uint32_t done = 0;

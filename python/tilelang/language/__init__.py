@@ -11,14 +11,14 @@ from .alloc import (alloc_buffer, alloc_fragment, alloc_global, alloc_local, all
 from .extern import CUDASourceCodeKernel, access_ptr, address_of, call_extern, evaluate, import_source, reinterpret
 from ..layout import Fragment, Layout
 from .hopper import (alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive,
-                     barrier_wait, create_list_of_mbarrier, dec_max_nreg, disable_warp_group_reg_alloc,
+                     barrier_wait, cp_async_barrier_noinc, create_list_of_mbarrier, dec_max_nreg, disable_warp_group_reg_alloc,
                      fence_proxy_async, get_mbarrier, inc_max_nreg, mbarrier_arrive, mbarrier_arrive_expect_tx,
                      mbarrier_expect_tx, mbarrier_wait_parity, no_set_max_nreg, set_max_nreg, sync_threads,
                      tma_store_arrive, tma_store_wait, ws)
 from .cluster import (alloc_cluster_barrier, block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed,
                       cluster_sync, cluster_wait, copy_cluster)
 from .kernel import ClusterKernel, Kernel, get_thread_binding, get_thread_bindings, use_swizzle, wait_wgmma
-from .frames import Else, If, Then
+from .frames import Else, If, Then, attr
 from .loops import (Parallel, Persistent, Pipelined, Serial, grid, loop_break, serial, thread_binding, unroll,
                     vectorized)
 from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil, ceildiv, clamp, const, cos, erf,

@@ -193,6 +193,14 @@ def barrier_arrive(barrier_id):
     mbarrier_arrive(barrier_id)
 
 
+def cp_async_barrier_noinc(barrier):
+    """Arrives on the mbarrier once this thread's earlier cp.async copies (those of a
+    `with T.attr(..., "async_scope", 1):` scope) have landed, without raising the count of
+    arrivals the barrier's phase waits for: the barrier's arrive_count includes these
+    threads (cp.async.mbarrier.arrive.noinc, sm_90a here)."""
+    _stmt("cp_async_barrier_noinc", [_barrier("cp_async_barrier_noinc", barrier)])
+
+
 def sync_threads(barrier_id=None, arrive_count=None):
     """A barrier of the block's threads (__syncthreads) or, with barrier_id (1-15), the
     named barrier of that id over arrive_count threads (all of the block's by default;

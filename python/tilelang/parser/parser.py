@@ -504,6 +504,26 @@ class Parser:
         self.builder.set_line(node.lineno, node.col_offset)
         self.builder.emit(_C.if_(_C.call("thread_range", [spec.lo, spec.hi]), body, None))
 
+    def attr_block(self, node, spec):
+        """`with T.attr(node, key, value):` -> the body, with the meaning of its key
+        (language/frames.py ATTR_KEYS)."""
+        from ..errors import TileLangUnsupportedError
+        from ..language.frames import ATTR_KEYS
+        if not self.builder.kernels:
+            raise self.error(TileLangSyntaxError, "T.attr is used outside a T.Kernel block", node)
+        if node.items[0].optional_vars is not None:
+            raise self.error(TileLangSyntaxError, "`with T.attr(...)` binds no name", node)
+        if spec.key not in ATTR_KEYS:
+            known = "; ".join(f"{k!r}: {v}" for k, v in ATTR_KEYS.items())
+            raise self.error(TileLangUnsupportedError, f"T.attr: the attribute {spec.key!r} has no meaning here",
+                             node, f"the keys understood are {known}")
+        if spec.value != 1:
+            raise self.error(TileLangUnsupportedError,
+                             f"T.attr(..., {spec.key!r}, {spec.value!r}): the value of {spec.key!r} is 1", node)
+        body = self.ir_block(node.body)
+        self.builder.set_line(node.lineno, node.col_offset)
+        self.builder.emit(_C.async_scope(body))
+
     def loop_spec(self, iter_node):
         """(LoopSpec, None) for a kernel loop, (None, iterable) for a loop over Python values.
         `range` is a kernel loop (T.serial), as in TileLang."""
@@ -536,7 +556,7 @@ class Parser:
             self.visit_body(node.orelse)
 
     def stmt_With(self, node):
-        from ..language.frames import ElseFrame, IfFrame, ThenFrame
+        from ..language.frames import AttrFrame, ElseFrame, IfFrame, ThenFrame
         from ..language.hopper import WarpSpecializeSpec
         from ..language.kernel import KernelSpec
         item = node.items[0]
@@ -551,6 +571,9 @@ class Parser:
                              "outside `with T.If(c):`", node)
         if isinstance(spec, WarpSpecializeSpec):
             self.warp_specialized_block(node, spec)
+            return
+        if isinstance(spec, AttrFrame):
+            self.attr_block(node, spec)
             return
         if not isinstance(spec, KernelSpec):
             raise self.error(TileLangSyntaxError,

@@ -622,7 +622,7 @@ class CodeGenCUDA : public Emitter {
            op == "tma_store_wait" ||
            op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" ||
            op == "mbarrier_arrive_expect_tx" || op == "mbarrier_init_all" ||
-           op == "mbarrier_wait" || op == "set_max_nreg" || op == "named_barrier_sync" || op == "ws_role" ||
+           op == "mbarrier_wait" || op == "cp_async_barrier_noinc" || op == "set_max_nreg" || op == "named_barrier_sync" || op == "ws_role" ||
            op == "wait_wgmma" || op == "tma_load_multicast" || op == "cluster_arrive" ||
            op == "cluster_arrive_relaxed" || op == "cluster_wait" || op == "cluster_sync" ||
            op == "fence_barrier_init" || op == "mbarrier_arrive_remote" || op == "mbarrier_arrive_cluster" ||
@@ -929,8 +929,14 @@ class CodeGenCUDA : public Emitter {
       if (!dst || !src || !dst->buffer->is_shared() || !src->buffer->is_global())
         fail(ErrorKind::Internal, call->span,
              "internal: cp_async takes (shared element, global element, bytes)");
-      line("tl::cp_async<" + std::to_string(bytes) + ">(&" + element(dst->buffer, dst->indices, dst->span) +
-           ", &" + element(src->buffer, src->indices, src->span) + ");");
+      std::string operands = "(&" + element(dst->buffer, dst->indices, dst->span) + ", &" +
+                             element(src->buffer, src->indices, src->span);
+      // A fourth argument: whether the source is inside its tensor (zeros are written if not).
+      if (call->args.size() == 4) {
+        line("tl::cp_async_zfill<" + std::to_string(bytes) + ">" + operands + ", " + emit(call->args[3]).text + ");");
+        return;
+      }
+      line("tl::cp_async<" + std::to_string(bytes) + ">" + operands + ");");
       return;
     }
     if (op == "use_swizzle") return;  // applied where the block indices are bound
@@ -1068,6 +1074,15 @@ class CodeGenCUDA : public Emitter {
       std::string text = "tl::" + op + "(&" + element(bar->buffer, bar->indices, bar->span);
       for (size_t a = 1; a < call->args.size(); ++a) text += ", " + convert(call->args[a], DataType::UInt(32)).text;
       line(text + ");");
+      return;
+    }
+    if (op == "cp_async_barrier_noinc") {
+      // The barrier's pending count was set for these arrivals (T.alloc_barrier's count):
+      // each thread arrives once its earlier cp.async copies have landed.
+      require_arch(90, call->span, "mbarrier");
+      auto* bar = as<BufferLoadNode>(call->args.at(0));
+      if (!bar) fail(ErrorKind::Internal, call->span, "internal: cp_async_barrier_noinc takes an mbarrier element");
+      line("tl::cp_async_mbarrier_arrive_noinc(&" + element(bar->buffer, bar->indices, bar->span) + ");");
       return;
     }
     if (op == "set_max_nreg") {

@@ -23,12 +23,15 @@
 #include "transform/simplify.h"
 #include "transform/version_uniform_conditions.h"
 #include "transform/stage_epilogue.h"
+#include "transform/thread_range_branches.h"
 
 namespace tl {
 
 PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
   std::vector<Pass> passes = {
       {"check_tile_ops", check_tile_ops},
+      // `if tx < 128: ... else: ...` over whole warpgroups: T.ws regions.
+      {"thread_range_branches", thread_range_branches},
       // A buffer with a T.Layout by hand is addressed by the threads through it: its copies
       // stay off TMA; views of it and (on GPUs) T.gemm operands in it are refused.
       {"check_user_layouts", [&](const PrimFunc& g) { return check_user_layouts(g, target); }},

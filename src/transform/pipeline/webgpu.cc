@@ -2,6 +2,7 @@
 // lowering is the CUDA back end's; with no cp.async there is no software pipelining, with
 // no tensor cores every T.gemm is SIMT, and with no fixed subgroup size reductions exchange
 // values through workgroup memory (Target::warp_size() is 1).
+#include "transform/thread_range_branches.h"
 #include "transform/pipeline/webgpu.h"
 
 #include "transform/check_block_budget.h"
@@ -23,6 +24,8 @@ namespace tl {
 PrimFunc lower_for_webgpu(const PrimFunc& f, const Target& target) {
   std::vector<Pass> passes = {
       {"check_tile_ops", check_tile_ops},
+      // `if tx < 128: ... else: ...` over whole warpgroups: T.ws regions.
+      {"thread_range_branches", thread_range_branches},
       // A buffer with a T.Layout by hand is addressed by the threads through it: its copies
       // stay off TMA; views of it and (on GPUs) T.gemm operands in it are refused.
       {"check_user_layouts", [&](const PrimFunc& g) { return check_user_layouts(g, target); }},
