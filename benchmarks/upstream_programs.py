@@ -169,9 +169,11 @@ if os.environ.get("TL_PROGRAMS_CPU_TENSORS"):
         if hasattr(torch, _name):
             setattr(torch, _name, _redirect(getattr(torch, _name)))
     # A class still (torch annotates with `torch.Generator | None`), made on the host.
-    class _HostGenerator(torch.Generator):
+    _Generator = torch.Generator
+
+    class _HostGenerator(_Generator):
         def __new__(cls, device="cpu"):
-            return torch.Generator.__new__(cls, _host(device))
+            return _Generator.__new__(cls, _host(device))
 
         def __init__(self, device="cpu"):
             pass

@@ -304,3 +304,30 @@ def test_regions_do_not_share_shared_memory():
     assert set(offsets) == {"X", "Y", "bar"}, source
     x, y, bar = offsets["X"], offsets["Y"], offsets["bar"]
     assert abs(x - y) >= 64 * 64 * 2 and not (x <= bar < x + 8192) and not (y <= bar < y + 8192), offsets
+
+
+# ------------------------------------------------------------------ tx = T.thread_binding(...)
+def launch_thread_name(threads_named=128):
+    @T.prim_func
+    def main(A: T.Tensor((512,), "float32"), B: T.Tensor((512,), "float32")):
+        with T.Kernel(4, threads=128) as bx:
+            tx = T.thread_binding(0, threads_named, thread="threadIdx.x")
+            B[bx * 128 + tx] = A[bx * 128 + tx] + tx
+
+    return main
+
+
+def test_thread_binding_assigned_names_the_thread_index(target):
+    """TVM script's launch-thread spelling (upstream's fp8 lightning indexer writes it):
+    it was "a value of Python type 'LoopSpec' cannot be used in a kernel expression"."""
+    _needs_threads(target)
+    a = np.random.default_rng(6).standard_normal(512).astype(np.float32)
+    b = np.zeros(512, np.float32)
+    tilelang.compile(launch_thread_name(), target=target)(a, b)
+    np.testing.assert_array_equal(b, a + np.tile(np.arange(128, dtype=np.float32), 4))
+
+
+def test_thread_binding_assigned_over_part_of_the_axis_is_refused():
+    with pytest.raises(TileLangUnsupportedError,
+                       match=r"T.thread_binding over \[0, 0 \+ 64\) on threadIdx.x, but the kernel has 128 thread"):
+        launch_thread_name(64)

@@ -201,8 +201,17 @@ class Parser:
             value = self.ev(node.value)
         finally:
             self.builder.pending_name = None
+        value = self.thread_binding_value(value, node)
         for target in node.targets:
             self.assign(target, value, node)
+
+    def thread_binding_value(self, value, node):
+        """`tx = T.thread_binding(0, n, thread="threadIdx.x")` (TVM script's launch-thread
+        spelling) names the thread index, as the loop form does."""
+        from ..language.loops import LoopSpec
+        if not (isinstance(value, LoopSpec) and value.kind == "thread_binding"):
+            return value
+        return self.thread_index_of(value, node)
 
     def stmt_AnnAssign(self, node):
         if node.value is None:
@@ -420,6 +429,13 @@ class Parser:
     def thread_bound_block(self, node, name, spec):
         """The body of `for tx in T.thread_binding(n, thread="threadIdx.x")`, once, with tx the
         thread index: n must be the kernel's thread extent on that axis."""
+        if node.orelse:
+            raise self.error(TileLangSyntaxError, "for ... else in a kernel loop", node)
+        self.builder.emit(self.ir_block(node.body, {name: self.thread_index_of(spec, node)}))
+
+    def thread_index_of(self, spec, node):
+        """The thread index a T.thread_binding names: its range must be the kernel's thread
+        extent on that axis."""
         from ..errors import TileLangUnsupportedError
         if not self.builder.kernels:
             raise self.error(TileLangSyntaxError, "T.thread_binding is used outside a T.Kernel block", node)
@@ -432,9 +448,7 @@ class Parser:
                              f"T.thread_binding over [{start}, {start} + {extent}) on {spec.attrs['thread']}, but the "
                              f"kernel has {have} thread(s) on that axis", node,
                              f"bind the whole axis: T.thread_binding({have}, thread=\"{spec.attrs['thread']}\")")
-        if node.orelse:
-            raise self.error(TileLangSyntaxError, "for ... else in a kernel loop", node)
-        self.builder.emit(self.ir_block(node.body, {name: _C.call("thread_index", [dim])}))
+        return _C.call("thread_index", [dim])
 
     def persistent_loop(self, node, names, spec):
         """`for v0, v1 in T.Persistent(domain, wave_size, index, group_size)`: a serial loop
