@@ -21,9 +21,12 @@ import tilelang
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "attention"))
 from flash_attn_bwd import FlashAttention  # noqa: E402
 
-# (block_M, block_N, num_stages, threads, dQ laid out for coalesced atomics) of the backward.
-CONFIGS = [(64, 64, 1, 128, True), (64, 64, 2, 128, True), (64, 128, 2, 256, True), (128, 64, 2, 256, True),
-           (64, 64, 2, 128, False), (64, 128, 2, 256, False)]
+# (block_M, block_N, num_stages, threads, how dQ is accumulated) of the backward: "laid out"
+# (atomics into dQ stored for coalescing), "plain" (atomics), "tma" (a TMA reduction of a
+# shared tile per step, sm_90a).
+CONFIGS = [(64, 64, 1, 128, "laid out"), (64, 64, 2, 128, "laid out"), (64, 128, 2, 256, "laid out"),
+           (128, 64, 2, 256, "laid out"), (64, 64, 2, 128, "plain"), (64, 128, 2, 256, "plain"),
+           (64, 64, 2, 128, "tma"), (64, 128, 2, 256, "tma")]
 # (batch, heads, seq, dim, causal)
 SHAPES = [(4, 16, 4096, 64, False), (4, 16, 4096, 64, True), (4, 16, 4096, 128, False),
           (4, 16, 4096, 128, True)]
@@ -75,10 +78,11 @@ def main():
         kind = f"fa bwd d{d}{' causal' if causal else ''}"
         shape = f"b{b} h{h} s{s}"
         for cfg in CONFIGS:
-            bm, bn, stages, threads, laid_out = cfg
+            bm, bn, stages, threads, dq_mode = cfg
             try:
                 t0 = time.perf_counter()
-                fa = FlashAttention(b, h, s, d, causal, bm, bn, stages, threads, target="cuda", dq_laid_out=laid_out,
+                fa = FlashAttention(b, h, s, d, causal, bm, bn, stages, threads, target="cuda",
+                                    dq_laid_out=dq_mode == "laid out", dq_by_tma=dq_mode == "tma",
                                     pass_configs=pass_configs)
                 compile_s = time.perf_counter() - t0
                 o, lse = fa.fwd(q, k, v)

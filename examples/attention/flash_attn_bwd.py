@@ -134,7 +134,7 @@ def use_dq_layout(seq_len, dim):
 
 
 def attention_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1,
-                  threads=128, dtype="float16", dq_laid_out=True):
+                  threads=128, dtype="float16", dq_laid_out=True, dq_by_tma=False):
     sm_scale = (1.0 / dim) ** 0.5
     scale = sm_scale * LOG2E
     shape, acc = (batch, seq_len, heads, dim), "float32"
@@ -158,6 +158,8 @@ def attention_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
             dpT = T.alloc_fragment((block_N, block_M), acc)
             pT_h = T.alloc_fragment((block_N, block_M), dtype)
             dq = T.alloc_fragment((block_M, dim), acc)
+            if dq_by_tma:
+                dq_s = T.alloc_shared((block_M, dim), acc)
             dk = T.alloc_fragment((block_N, dim), acc)
             dv = T.alloc_fragment((block_N, dim), acc)
             T.copy(K[bz, bx * block_N:(bx + 1) * block_N, by, :], K_s)
@@ -181,7 +183,11 @@ def attention_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
                     dS_s[n, m] = pT[n, m] * (dpT[n, m] - Delta_s[m]) * sm_scale
                 T.gemm(dS_s, Q_s, dk)
                 T.gemm(dS_s, K_s, dq, transpose_A=True, clear_accum=True)
-                T.atomic_add(dQ[bz, i * block_M:(i + 1) * block_M, by, :], dq)
+                if dq_by_tma:  # one TMA reduction of the tile (sm_90a)
+                    T.copy(dq, dq_s)
+                    T.atomic_add(dQ[bz, i * block_M:(i + 1) * block_M, by, :], dq_s, use_tma=True)
+                else:
+                    T.atomic_add(dQ[bz, i * block_M:(i + 1) * block_M, by, :], dq)
             T.copy(dv, dV[bz, bx * block_N:(bx + 1) * block_N, by, :])
             T.copy(dk, dK[bz, bx * block_N:(bx + 1) * block_N, by, :])
 
@@ -208,16 +214,18 @@ class FlashAttention:
     Arrays are numpy arrays or torch tensors (on the target's device)."""
 
     def __init__(self, batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1,
-                 threads=128, target="auto", dq_laid_out=None, pass_configs=None):
+                 threads=128, target="auto", dq_laid_out=None, pass_configs=None, dq_by_tma=False):
         args = (batch, heads, seq_len, dim)
         if dq_laid_out is None:
-            dq_laid_out = use_dq_layout(seq_len, dim)
+            dq_laid_out = use_dq_layout(seq_len, dim) and not dq_by_tma
+        if dq_laid_out and dq_by_tma:
+            raise ValueError("dQ is added by TMA reductions into its plain layout: dq_laid_out must be False")
         self.fwd = tilelang.compile(attention_fwd(*args, is_causal, block_M, block_N, threads),
                                     out_idx=[3, 4], target=target)
         self.pre = tilelang.compile(attention_bwd_preprocess(*args, block_M, threads),
                                     out_idx=[2], target=target)
         self.main = tilelang.compile(attention_bwd(*args, is_causal, block_M, block_N, num_stages, threads,
-                                                   dq_laid_out=dq_laid_out),
+                                                   dq_laid_out=dq_laid_out, dq_by_tma=dq_by_tma),
                                      out_idx=[7, 8], target=target, pass_configs=pass_configs)
         self.post = tilelang.compile(attention_bwd_postprocess(*args, block_M, threads, dq_laid_out=dq_laid_out),
                                      out_idx=[1], target=target)

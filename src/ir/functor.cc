@@ -358,7 +358,10 @@ std::unordered_set<const BufferNode*> buffers_written(const Stmt& s) {
       IRVisitor::visit_tile_op(n);
     }
     void visit_call(const CallNode* n) override {
-      if ((n->op.rfind("atomic_", 0) == 0 || n->op == "cp_async") && !n->args.empty())
+      // TMA stores and reductions name the tensor they write by its first element too.
+      if ((n->op.rfind("atomic_", 0) == 0 || n->op == "cp_async" || n->op == "tma_store" ||
+           n->op == "tma_reduce_add") &&
+          !n->args.empty())
         if (auto* l = dynamic_cast<const BufferLoadNode*>(n->args[0].get())) out.insert(l->buffer.get());
       IRVisitor::visit_call(n);
     }

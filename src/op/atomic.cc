@@ -2,6 +2,7 @@
 // two matching regions, atomic_op(dst[...], src[...]). The load in the call names the address.
 #include "ir/error.h"
 #include "ir/op.h"
+#include "op/copy_tma.h"
 #include "op/region.h"
 #include "op/thread_context.h"
 
@@ -37,6 +38,16 @@ Stmt lower_atomic_threads(const TileOpNode& op, ThreadContext& ctx) {
   require_regions(op, 2, op_name(op));
   const BufferRegion &dst = op.regions[0], &src = op.regions[1];
   Span sp = op.span;
+  // use_tma=True: one TMA reduction of the shared tile where layout inference could plan
+  // it (sm_90a), else an atomic per element, reported with the reason.
+  if (ctx.layouts.tma_stores.count(&op)) return lower_copy_tma_store(op, ctx);
+  if (attr_int(op, "use_tma", 0) && ctx.report && ctx.target.kind == "cuda") {
+    std::string why = why_not_tma_store(op, ctx.target);
+    if (why.empty()) why = src.buffer->name + " is stored in a layout the TMA reduction cannot read (a T.gemm operand, "
+                           "a layout given by hand, or another TMA copy's swizzle)";
+    ctx.report->push_back(sp.str() + ": " + op_name(op) + " into " + dst.buffer->name + " by an atomic per element "
+                          "[slower path: use_tma=True asks for one TMA reduction, but " + why + "]");
+  }
   const BufferRegion& driver = ctx.layout_of(src.buffer) ? src : dst;
   return ctx.over_points(op_name(op), driver, matched_extents(dst, src), [&](const std::vector<Expr>& point) {
     auto dst_idx = region_indices(dst, point, sp);

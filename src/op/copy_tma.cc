@@ -176,9 +176,18 @@ int64_t tma_load_bytes(const TileOpNode& op) {
   return rows * *const_int(S->shape.back()) * S->dtype.bytes();
 }
 
+std::pair<const BufferRegion*, const BufferRegion*> tma_store_regions(const TileOpNode& op) {
+  if (op.regions.size() != 2) return {nullptr, nullptr};
+  if (op.op == "atomic_add") return {&op.regions[1], &op.regions[0]};
+  return {&op.regions[0], &op.regions[1]};
+}
+
 Stmt lower_copy_tma_store(const TileOpNode& op, ThreadContext& ctx) {
   Span sp = op.span;
-  std::vector<Stmt> issue = tma_boxes("tma_store", op.regions.at(1), op.regions.at(0), make_int(0), ctx, sp);
+  auto [shared, global] = tma_store_regions(op);
+  // T.atomic_add(G, S, use_tma=True): the same boxes, added into the tensor.
+  std::string instruction = op.op == "atomic_add" ? "tma_reduce_add" : "tma_store";
+  std::vector<Stmt> issue = tma_boxes(instruction, *global, *shared, make_int(0), ctx, sp);
   issue.push_back(call_stmt("tma_store_commit", {}, sp));
   // T.tma_copy's store leaves the group in flight: the program waits (T.tma_store_wait).
   if (!attr_int(op, "by_hand", 0)) issue.push_back(call_stmt("tma_store_wait_read", {make_int(0)}, sp));
@@ -190,12 +199,18 @@ std::string why_not_tma_store(const TileOpNode& op, const Target& target) {
   if (target.kind != "cuda" || target.arch_number() != 90 || target.arch.back() != 'a') return "TMA needs sm_90a";
   if (target.disable_tma) return "pass config tl.disable_tma_lower is set";
   if (std::string why = attr_str(op, "no_tma", ""); !why.empty()) return why;
-  if (op.regions.size() != 2) return "not a copy";
-  const BufferRegion &src = op.regions[0], &dst = op.regions[1];
+  bool reduce = op.op == "atomic_add";
+  if ((op.op != "copy" && !reduce) || op.regions.size() != 2) return "not a copy";
+  auto [shared, global] = tma_store_regions(op);
+  const BufferRegion &src = *shared, &dst = *global;
   const Buffer &S = src.buffer, &G = dst.buffer;
-  if (!S->is_shared() || !G->is_global()) return "not a shared -> global copy";
+  if (!S->is_shared() || !G->is_global())
+    return reduce ? "the value is not a shared tile added into a global tensor" : "not a shared -> global copy";
   if (G->is_view) return G->name + " is a T.reshape / T.view";
-  if (S->dtype != G->dtype) return "the copy converts its dtype";
+  if (S->dtype != G->dtype) return reduce ? "the addition converts its dtype" : "the copy converts its dtype";
+  if (reduce && !(S->dtype == DataType::Float(32) || S->dtype == DataType::Float(16) ||
+                  S->dtype == DataType::BFloat16()))
+    return "TMA adds float16, bfloat16 and float32, not " + S->dtype.str();
   if (S->shape.size() != 2) return S->name + " is not a 2-D tile";
   const int64_t *rows = const_int(S->shape[0]), *cols = const_int(S->shape[1]);
   if (!rows || !cols || *rows > 256 || (*cols * S->dtype.bits) % 256 != 0)

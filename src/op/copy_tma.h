@@ -1,5 +1,6 @@
 // The TMA lowering of T.copy (op/copy_tma.cc).
 #pragma once
+#include <utility>
 #include "ir/stmt.h"
 #include <string>
 
@@ -32,7 +33,12 @@ int64_t tma_load_bytes(const TileOpNode& op);
 // Why a shared -> global T.copy cannot be a TMA store on this target (empty when it can): a
 // whole 2-D shared tile of at most 256 rows of a multiple of 32 bytes, into rows along the
 // tensor's contiguous dimension whose strides are constant multiples of 16 bytes.
+// T.atomic_add(G[...], S, use_tma=True) is the same store made a reduction (float16,
+// bfloat16, float32).
 std::string why_not_tma_store(const TileOpNode& op, const Target& target);
+
+// The shared tile and the global region of such a store (null for other operators).
+std::pair<const BufferRegion*, const BufferRegion*> tma_store_regions(const TileOpNode& op);
 
 // A shared -> global T.copy layout inference chose for TMA: the block's first thread stores
 // the tile, one box per panel of its shared layout, and waits until the boxes are read, so

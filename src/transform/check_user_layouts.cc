@@ -33,7 +33,9 @@ class CheckUserLayouts : public IRMutator {
       fail(ErrorKind::Layout, n->span,
            "T.tma_copy: " + why + "; a TMA box is stored row-major or in a hardware swizzle",
            "use T.copy, which the threads run through the layout");
-    if (n->op != "copy" || n->attrs.count("no_tma")) return s;
+    // Copies, and tile atomics that ask for a TMA reduction, stay off TMA.
+    bool tma_reduction = n->op == "atomic_add" && attr_int(*n, "use_tma", 0);
+    if ((n->op != "copy" && !tma_reduction) || n->attrs.count("no_tma")) return s;
     Attrs attrs = n->attrs;
     attrs["no_tma"] = why;
     return std::make_shared<TileOpNode>(n->op, n->regions, n->args, attrs, n->span);

@@ -29,7 +29,7 @@ bool leaves_shared_to_async_proxy(const std::string& op) {
                                             "mbarrier_wait", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
                                             "mbarrier_arrive_cluster", "mbarrier_arrive_remote",
                                             "mbarrier_expect_tx", "cp_async_barrier_noinc", "ldmatrix", "fence_proxy_async", "wgmma_desc",
-                                            "tma_store", "tma_store_commit", "tma_store_wait_read", "tma_store_wait"};
+                                            "tma_store", "tma_reduce_add", "tma_store_commit", "tma_store_wait_read", "tma_store_wait"};
   return ops.count(op) > 0;
 }
 
@@ -112,11 +112,11 @@ class FenceBeforeBarriers : public IRMutator {
   bool dirty_ = false;
 };
 
-// wgmma and TMA stores read shared memory through the async proxy.
+// wgmma and TMA stores (and reductions) read shared memory through the async proxy.
 bool reads_shared_asynchronously(const Stmt& s) {
   bool found = false;
   for_each_expr(s, [&](const ExprNode* e) {
-    if (auto* c = dynamic_cast<const CallNode*>(e)) found = found || c->op == "wgmma" || c->op == "tma_store";
+    if (auto* c = dynamic_cast<const CallNode*>(e)) found = found || c->op == "wgmma" || c->op == "tma_store" || c->op == "tma_reduce_add";
   });
   return found;
 }

@@ -413,10 +413,12 @@ class LayoutInference : public IRVisitor {
         fail(ErrorKind::Unsupported, n->span, "T.tma_copy: " + why, "use T.copy, which picks a mechanism that can take it");
     if (by_hand_store && n->regions.size() == 2) refuse_swizzle_of_aliased(n->regions[0].buffer, n->span, "T.tma_copy");
     // A tile with a T.reshape / T.view is stored by the threads, row-major.
-    if (strict_ && n->op == "copy" && n->regions.size() == 2 && n->regions[0].buffer->is_shared() &&
-        n->regions[1].buffer->is_global() && !aliases_.aliased(n->regions[0].buffer) &&
-        why_not_tma_store(*n, target_).empty()) {
-      const Buffer& b = n->regions[0].buffer;
+    // T.atomic_add(G, S, use_tma=True) likewise (a TMA reduction).
+    bool tma_reduction = n->op == "atomic_add" && attr_int(*n, "use_tma", 0);
+    if (strict_ && (n->op == "copy" || tma_reduction) && n->regions.size() == 2 &&
+        tma_store_regions(*n).first->buffer->is_shared() && tma_store_regions(*n).second->buffer->is_global() &&
+        !aliases_.aliased(tma_store_regions(*n).first->buffer) && why_not_tma_store(*n, target_).empty()) {
+      const Buffer& b = tma_store_regions(*n).first->buffer;
       bool claimed = annotated_.count(b.get()) > 0;
       for (auto* g : gemm_ops_) claimed = claimed || g->regions[0].buffer == b || g->regions[1].buffer == b;
       SwizzleMode mode = pick_swizzle_mode(*const_int(b->shape.back()), b->dtype.bits);

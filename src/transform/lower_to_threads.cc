@@ -12,6 +12,7 @@
 #include "layout/layout.h"
 #include "op/op.h"
 #include "op/region.h"
+#include "op/copy_tma.h"
 #include "op/thread_context.h"
 #include "op/gemm.h"
 #include "transform/apply_swizzles.h"
@@ -292,10 +293,13 @@ class ThreadLowering : public IRMutator {
     std::vector<const TileOpNode*> stores(layouts.tma_stores.begin(), layouts.tma_stores.end());
     std::sort(stores.begin(), stores.end(), [](auto* a, auto* b) { return a->span.line < b->span.line; });
     for (auto* op : stores) {
-      const Buffer& S = op->regions[0].buffer;
+      auto [shared, global] = tma_store_regions(*op);
+      const Buffer& S = shared->buffer;
       auto it = layouts.swizzled.find(S.get());
-      report.push_back(op->span.str() + ": T.copy " + S->name + " -> " + op->regions[1].buffer->name +
-                       " by TMA store (cp.async.bulk.tensor, boxes of " + to_str(S->shape[0]) + " x " +
+      bool reduce = op->op == "atomic_add";
+      report.push_back(op->span.str() + ": T." + op->op + " " + S->name + " -> " + global->buffer->name +
+                       (reduce ? " by TMA reduction (cp.reduce.async.bulk.tensor .add, boxes of "
+                               : " by TMA store (cp.async.bulk.tensor, boxes of ") + to_str(S->shape[0]) + " x " +
                        std::to_string(it->second.panelled(*const_int(S->shape[1])) ? it->second.panel_cols
                                                                                     : *const_int(S->shape[1])) +
                        ", " + swizzle_mode_name(it->second.mode) + " swizzle)");

@@ -82,9 +82,9 @@ WEBGPU_TILES = {64: (16, 16), 128: (8, 16)}
 WEBGPU_CASES = {"d64-ragged", "d64-causal-ragged-b2", "d128-causal-ragged"}
 
 
-def _run(target, rng, batch, heads, seq_len, dim, is_causal, block_M, block_N, threads=128):
+def _run(target, rng, batch, heads, seq_len, dim, is_causal, block_M, block_N, threads=128, dq_by_tma=False):
     fa = example.FlashAttention(batch, heads, seq_len, dim, is_causal, block_M=block_M, block_N=block_N,
-                                threads=threads, target=target)
+                                threads=threads, target=target, dq_by_tma=dq_by_tma)
     shape = (batch, seq_len, heads, dim)
     q, k, v, do = (rng.standard_normal(shape).astype(np.float16) for _ in range(4))
     o, lse = fa.fwd(q, k, v)
@@ -116,6 +116,26 @@ def test_dq_accumulates_across_key_tiles(target, rng):
     would show in dQ alone."""
     tiles = (16, 16) if target.startswith("webgpu") else (64, 16)
     _run(target, rng, 1, 2, 64, 64, False, *tiles, threads=64 if target.startswith("webgpu") else 128)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_dq_by_tma_reductions(target, rng, causal):
+    """dQ's tile added by one TMA reduction per step (sm_90a; atomics elsewhere): partial
+    last tiles (rows past the end are not written by the reduction), causal and not."""
+    if target.startswith("webgpu"):
+        pytest.skip("webgpu runs the atomic cases above (the shared dQ tile is 32 KiB of float32)")
+    _run(target, rng, 1, 2, 160, 64, causal, 64, 64, dq_by_tma=True)
+
+
+def test_dq_by_tma_is_one_reduction_per_step_on_sm90a():
+    from tilelang import _C
+    ex = _load_example()
+    report = _C.lower(ex.attention_bwd(2, 4, 1024, 128, False, 64, 128, 2, 256, dq_laid_out=False,
+                                       dq_by_tma=True).handle, "cuda -arch=sm_90a").lowering_report()
+    assert "T.atomic_add dq_s -> dQ by TMA reduction (cp.reduce.async.bulk.tensor .add, boxes of 64 x 32, " \
+           "128B swizzle)" in report, report
+    with pytest.raises(ValueError, match="dq_laid_out must be False"):
+        ex.FlashAttention(1, 2, 128, 64, False, dq_laid_out=True, dq_by_tma=True, target="cpu")
 
 
 def test_example_main_runs(capsys):

@@ -541,6 +541,29 @@ TL_DEVICE void tma_store(const TensorMap& map, const void* smem, int c0, int c1,
           "r"(smem_addr(smem)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
           : "memory");
 }
+// cp.reduce.async.bulk.tensor .add: the box of shared memory at smem added element-wise into
+// the tensor at coords (innermost first), in the calling thread's bulk async-group like a
+// TMA store; the element type is the tensor map's (float16, bfloat16, float32 here).
+#define TL_TMA_REDUCE_ADD(DIM, COORDS, ...)                                                                   \
+  TL_SM90("cp.reduce.async.bulk.tensor." DIM ".global.shared::cta.add.tile.bulk_group [%0, {" COORDS "}], [%1];\n" \
+          ::"l"(&map), "r"(smem_addr(smem)), __VA_ARGS__                                                      \
+          : "memory")
+TL_DEVICE void tma_reduce_add(const TensorMap& map, const void* smem, int c0) {
+  TL_TMA_REDUCE_ADD("1d", "%2", "r"(c0));
+}
+TL_DEVICE void tma_reduce_add(const TensorMap& map, const void* smem, int c0, int c1) {
+  TL_TMA_REDUCE_ADD("2d", "%2, %3", "r"(c0), "r"(c1));
+}
+TL_DEVICE void tma_reduce_add(const TensorMap& map, const void* smem, int c0, int c1, int c2) {
+  TL_TMA_REDUCE_ADD("3d", "%2, %3, %4", "r"(c0), "r"(c1), "r"(c2));
+}
+TL_DEVICE void tma_reduce_add(const TensorMap& map, const void* smem, int c0, int c1, int c2, int c3) {
+  TL_TMA_REDUCE_ADD("4d", "%2, %3, %4, %5", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+TL_DEVICE void tma_reduce_add(const TensorMap& map, const void* smem, int c0, int c1, int c2, int c3, int c4) {
+  TL_TMA_REDUCE_ADD("5d", "%2, %3, %4, %5, %6", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+#undef TL_TMA_REDUCE_ADD
 // The calling thread's bulk stores so far form a group; waiting until at most kGroups
 // groups still read shared memory makes their source tiles free to overwrite.
 TL_DEVICE void tma_store_commit() { TL_SM90("cp.async.bulk.commit_group;\n" ::: "memory"); }

@@ -224,9 +224,14 @@ def cumsum(src, dst=None, dim=0, reverse=False):
     _emit("cumsum", [s, d], (), {"dim": int(dim), "reverse": int(bool(reverse))})
 
 
-def _atomic(kind, dst, value, return_prev=False):
+def _atomic(kind, dst, value, return_prev=False, use_tma=False):
     b = _builder.require(f"T.atomic_{kind}")
     if is_expr(dst) and dst.kind == "BufferLoad" and not isinstance(value, (Buffer, Region)):
+        if use_tma:
+            raise _builder.error(TileLangTypeError,
+                                 f"T.atomic_{kind}(..., use_tma=True) adds a shared tile into a region of a tensor, "
+                                 "not one element",
+                                 f"write T.atomic_{kind}(G[r0:r1, c0:c1], shared_tile, use_tma=True)")
         if return_prev:
             # An expression: the element's value before the update.
             return _C.call_typed(dst.dtype, f"atomic_{kind}", [dst, value])
@@ -239,13 +244,16 @@ def _atomic(kind, dst, value, return_prev=False):
     src_ext = _extents(value)
     d = _as_region(dst, src_ext, f"T.atomic_{kind}", "destination")
     s = _as_region(value, [e for _, e in d.ranges], f"T.atomic_{kind}", "value")
-    _emit(f"atomic_{kind}", [d, s])
+    _emit(f"atomic_{kind}", [d, s], (), {"use_tma": 1} if use_tma else None)
 
 
 def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
     """dst += value atomically (an element, or element-wise over a region); with
-    return_prev=True (one element), the value the element held before, as an expression."""
-    return _atomic("add", dst, value, return_prev)
+    return_prev=True (one element), the value the element held before, as an expression.
+    use_tma=True (sm_90a): a shared tile added into a global region by one TMA reduction
+    (cp.reduce.async.bulk.tensor .add, float16 / bfloat16 / float32) instead of an atomic
+    per element; where TMA cannot take it the lowering report says why."""
+    return _atomic("add", dst, value, return_prev, use_tma)
 
 
 def atomic_max(dst, value, memory_order=None, return_prev=False):

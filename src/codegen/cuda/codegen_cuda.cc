@@ -106,8 +106,10 @@ KernelUses collect_uses(const Stmt& body) {
       IRVisitor::visit_store(n);
     }
     void visit_call(const CallNode* n) override {
-      // The destination of an atomic or of cp.async is written through its BufferLoad.
-      bool writes_first = n->op.rfind("atomic_", 0) == 0 || n->op == "cp_async";
+      // The destination of an atomic, of cp.async and of a TMA store or reduction is
+      // written through its BufferLoad.
+      bool writes_first = n->op.rfind("atomic_", 0) == 0 || n->op == "cp_async" || n->op == "tma_store" ||
+                          n->op == "tma_reduce_add";
       if (writes_first && !n->args.empty())
         if (auto* dst = as<BufferLoadNode>(n->args[0])) uses->written.insert(buffer_key(dst->buffer));
       IRVisitor::visit_call(n);
@@ -194,7 +196,9 @@ std::vector<CudaKernelParam> kernel_params(const PrimFuncNode& f) {
   // names, in order of first use.
   for_each_expr(f.body, [&](const ExprNode* e) {
     auto* call = dynamic_cast<const CallNode*>(e);
-    if (!call || (call->op != "tma_load" && call->op != "tma_load_multicast" && call->op != "tma_store")) return;
+    if (!call || (call->op != "tma_load" && call->op != "tma_load_multicast" && call->op != "tma_store" &&
+                  call->op != "tma_reduce_add"))
+      return;
     auto* g = as<BufferLoadNode>(call->args.at(0));
     int index = -1;
     for (size_t i = 0; g && i < f.params.size(); ++i)
@@ -618,11 +622,13 @@ class CodeGenCUDA : public Emitter {
            op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "matrix_core" || op == "use_swizzle" ||
            op == "no_set_max_nreg" || op == "wgmma" ||
            op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async" ||
-           op == "tma_load" || op == "tma_store" || op == "tma_store_commit" || op == "tma_store_wait_read" ||
+           op == "tma_load" || op == "tma_store" || op == "tma_reduce_add" || op == "tma_store_commit" ||
+           op == "tma_store_wait_read" ||
            op == "tma_store_wait" ||
            op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" ||
            op == "mbarrier_arrive_expect_tx" || op == "mbarrier_init_all" ||
-           op == "mbarrier_wait" || op == "cp_async_barrier_noinc" || op == "set_max_nreg" || op == "named_barrier_sync" || op == "ws_role" ||
+           op == "mbarrier_wait" || op == "cp_async_barrier_noinc" || op == "set_max_nreg" ||
+           op == "named_barrier_sync" || op == "ws_role" ||
            op == "wait_wgmma" || op == "tma_load_multicast" || op == "cluster_arrive" ||
            op == "cluster_arrive_relaxed" || op == "cluster_wait" || op == "cluster_sync" ||
            op == "fence_barrier_init" || op == "mbarrier_arrive_remote" || op == "mbarrier_arrive_cluster" ||
@@ -1010,7 +1016,7 @@ class CodeGenCUDA : public Emitter {
       line("tl::" + op + "();");
       return;
     }
-    if (op == "tma_load" || op == "tma_load_multicast" || op == "tma_store") {
+    if (op == "tma_load" || op == "tma_load_multicast" || op == "tma_store" || op == "tma_reduce_add") {
       require_arch(90, call->span, "TMA");
       TensorMapSpec spec = tma_spec_of(call);
       auto* g = as<BufferLoadNode>(call->args[0]);
@@ -1022,7 +1028,7 @@ class CodeGenCUDA : public Emitter {
       if (map.empty()) fail(ErrorKind::Internal, call->span, "internal: no tensor map parameter for a TMA copy");
       auto* smem = as<BufferLoadNode>(call->args[1]);
       auto* bar = as<BufferLoadNode>(call->args[2]);
-      bool load = op != "tma_store";
+      bool load = op != "tma_store" && op != "tma_reduce_add";
       if (!smem || (load && !bar))
         fail(ErrorKind::Internal, call->span, "internal: " + op + " takes shared (and mbarrier) elements");
       std::string text = "tl::" + op + "(" + map + ", &" + element(smem->buffer, smem->indices, smem->span);

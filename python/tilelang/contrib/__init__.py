@@ -1,0 +1,1 @@
+"""Helpers upstream programs import from tilelang.contrib (the CUDA toolchain's facts)."""
