@@ -854,3 +854,20 @@ def test_static_shared_tiles_share_the_planned_pool():
     b = np.zeros_like(a)
     tilelang.compile(chain, target="cpu")(a, b)
     np.testing.assert_array_equal(a, b)
+
+
+# ---------------------------------------------------------------- tilelang.contrib.nvcc
+def test_contrib_nvcc_compute_version():
+    from tilelang import _C
+    from tilelang.contrib import nvcc
+    assert nvcc.get_target_compute_version("cuda -arch=sm_90a") == "9.0"
+    assert nvcc.get_target_compute_version("cuda -arch=sm_120") == "12.0"
+    assert nvcc.parse_compute_version("8.6") == (8, 6)
+    assert nvcc.have_tensorcore("7.0") and not nvcc.have_tensorcore("6.1")
+    with pytest.raises(ValueError, match="not of the form major.minor"):
+        nvcc.parse_compute_version("nine")
+    if _C.cuda_device_available():
+        assert float(nvcc.get_target_compute_version()) >= 5.0
+    else:
+        with pytest.raises(RuntimeError, match="no CUDA device to read the compute capability of"):
+            nvcc.get_target_compute_version()
