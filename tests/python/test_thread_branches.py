@@ -331,3 +331,39 @@ def test_thread_binding_assigned_over_part_of_the_axis_is_refused():
     with pytest.raises(TileLangUnsupportedError,
                        match=r"T.thread_binding over \[0, 0 \+ 64\) on threadIdx.x, but the kernel has 128 thread"):
         launch_thread_name(64)
+
+
+# ------------------------------------------------------------------ registers of regions
+def accumulators_in_regions(third_in_region0):
+    """Two 64 x 256 float32 fragments over one warpgroup each (128 floats a thread); a third
+    in warpgroup 0 when asked."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 256), "float32"), B: T.Tensor((64, 256), "float32"),
+             C: T.Tensor((64, 256), "float32")):
+        with T.Kernel(1, threads=256):
+            tx = T.get_thread_binding()
+            F0 = T.alloc_fragment((64, 256), "float32")
+            F1 = T.alloc_fragment((64, 256), "float32")
+            F2 = T.alloc_fragment((64, 256), "float32")
+            if tx < 128:
+                T.copy(A, F0)
+                if third_in_region0:
+                    T.copy(A, F2)
+                    for i, j in T.Parallel(64, 256):
+                        F0[i, j] += F2[i, j]
+                T.copy(F0, B)
+            else:
+                T.copy(A, F1)
+                T.copy(F1, C)
+
+    return main
+
+
+def test_regions_hold_only_their_own_arrays():
+    """A thread of warpgroup 0 never holds warpgroup 1's fragment: 512 bytes each, not the
+    1024 of both (which would be reported as spilling past 255 registers)."""
+    report = _C.lower(accumulators_in_regions(False).handle, SM90).lowering_report()
+    assert "each thread holds" not in report, report
+    report = _C.lower(accumulators_in_regions(True).handle, SM90).lowering_report()
+    assert "each thread holds 1024 bytes of arrays [slower path: more than the 255 registers" in report, report
