@@ -27,7 +27,8 @@
 #                                         the table in programs_table.txt, each program's output
 #                                         in programs_logs.tgz. PROGRAMS_JOBS programs at a time
 #                                         (default 4), PROGRAM_TIMEOUT s each (120), PROGRAMS_TIMEOUT
-#                                         s in all (420); extra arguments go to the script)
+#                                         s in all (420); extra arguments go to the script; wheels
+#                                         in .upstream_programs/wheels are installed first)
 # The webgpu suite runs too when `import wgpu` works. On a machine without the Vulkan
 # loader, unpack Debian's libvulkan1 (and friends) into / first and point the loader at
 # the driver, e.g. VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json;
@@ -190,6 +191,12 @@ if [ "$ONLY" = programs ]; then
   # name, a compile error, a wrong result). The table is rebuilt from the JSON lines, so a run
   # cut short by the overall limit still reports the programs it finished.
   shift
+  # Pure-Python packages some programs import (einops), carried as wheels beside them: the
+  # GPU machine reaches no package index.
+  if ls .upstream_programs/wheels/*.whl >/dev/null 2>&1; then
+    $PY -m pip install -q --no-index --no-deps --target /tmp/programs_site .upstream_programs/wheels/*.whl \
+      && export PYTHONPATH=$PYTHONPATH:/tmp/programs_site
+  fi
   echo "== upstream programs on cuda"
   timeout ${PROGRAMS_TIMEOUT:-420} $PY benchmarks/upstream_programs.py --target cuda --jobs ${PROGRAMS_JOBS:-4} \
     --timeout ${PROGRAM_TIMEOUT:-120} --out "$LOGS/programs.jsonl" --logs "$LOGS/programs_logs" "$@" \

@@ -8,7 +8,9 @@
 
 namespace tl {
 
-// Per kernel, the bytes of all `local` arrays of constant size: over the target's
+// Per kernel, the bytes of the `local` arrays of constant size one thread holds (those used
+// everywhere, and those used only under a branch on the thread index that its thread
+// takes: T.ws regions never hold each other's arrays): over the target's
 // max_thread_array_bytes (CUDA: 16 KiB, 4096 floats a thread, past which NVRTC takes
 // minutes; WebGPU: WGSL's 8 KiB of function-scope variables) is an error; over the
 // registers a thread has (Target::register_bytes: CUDA's 255, an AMD SIMD's share per
