@@ -34,3 +34,27 @@ def lower(func, target="auto"):
 def cuda_available() -> bool:
     """Whether a CUDA device and driver are usable."""
     return _C.cuda_device_available()
+
+
+def _tvm_module():
+    """A real TVM where one is installed, else the few TVM names programs use around their
+    kernels (tilelang/tvm_compat), importable as `tvm` too, as upstream makes it."""
+    import importlib.util
+    import sys
+    if "tvm" in sys.modules:
+        return sys.modules["tvm"]
+    if importlib.util.find_spec("tvm") is not None:
+        import tvm
+        return tvm
+    from . import tvm_compat
+    sys.modules["tvm"], sys.modules["tvm.tir"], sys.modules["tvm.te"] = tvm_compat, tvm_compat.tir, tvm_compat.te
+    return tvm_compat
+
+
+_tvm_module()
+
+
+def __getattr__(name):
+    if name == "tvm":  # `from tilelang import tvm as tvm`
+        return _tvm_module()
+    raise AttributeError(f"module 'tilelang' has no attribute {name!r}")

@@ -871,3 +871,37 @@ def test_contrib_nvcc_compute_version():
     else:
         with pytest.raises(RuntimeError, match="no CUDA device to read the compute capability of"):
             nvcc.get_target_compute_version()
+
+
+# ---------------------------------------------------------------- tvm names around kernels
+def test_tvm_names_programs_use(target):
+    """`from tilelang import tvm`, then `from tvm import DataType, tir` and tvm.te.var, as
+    upstream's dequantisation and dynamic-shape programs write them."""
+    import importlib.util
+    from tilelang import tvm
+    if importlib.util.find_spec("tvm") is not None and not tvm.__name__.startswith("tilelang"):
+        pytest.skip("a real TVM is installed: it is the one imported")
+    import tvm as imported
+    from tvm import DataType, tir
+    assert imported is tvm and DataType("float16").bits == 16 and DataType("int4").bits == 4
+    with pytest.raises(AttributeError, match=r"tvm.testing is not available"):
+        tvm.testing
+
+    def low_nibble_plus(nbit, val, dtype):
+        mask = tir.const((1 << nbit) - 1, "uint8")
+        return tir.reinterpret("int8", (val & mask) << tir.const(4, "uint8")) >> tir.const(4, "int8")
+
+    n = tvm.te.var("n")
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "uint8"), B: T.Tensor((n,), "int8")):
+        with T.Kernel(T.ceildiv(n, 64), threads=64) as bx:
+            for i in T.Parallel(64):
+                if bx * 64 + i < n:
+                    B[bx * 64 + i] = low_nibble_plus(4, A[bx * 64 + i], "int8")
+
+    a = np.arange(200, dtype=np.uint8)
+    b = np.zeros(200, np.int8)
+    tilelang.compile(main, target=target)(a, b)
+    low = (a & 15).astype(np.int16)
+    np.testing.assert_array_equal(b, np.where(low >= 8, low - 16, low).astype(np.int8))
