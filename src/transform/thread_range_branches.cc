@@ -20,23 +20,29 @@ struct Range {
 class ThreadRangeBranches : public IRMutator {
  protected:
   Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
-    if (n->threads.size() != 1) return s;  // T.ws regions need a 1-D block
     auto saved_threads = threads_;
     auto saved_index = index_vars_;
-    threads_ = n->threads[0];
+    auto saved_any = any_index_vars_;
+    threads_ = n->threads.size() == 1 ? n->threads[0] : 0;  // T.ws regions need a 1-D block
     index_vars_.clear();
+    any_index_vars_.clear();
     if (!n->thread_vars.empty()) index_vars_.insert(n->thread_vars[0].get());
+    for (auto& v : n->thread_vars) any_index_vars_.insert(v.get());
     Stmt out = IRMutator::mutate_kernel(s, n);
     threads_ = saved_threads;
     index_vars_ = saved_index;
+    any_index_vars_ = saved_any;
     return out;
   }
   Stmt mutate_let(const Stmt& s, const LetStmtNode* n) override {
     // `tx = T.get_thread_binding()` names the thread index.
     bool names_index = is_thread_index(n->value);
+    bool names_any = names_index || mentions_thread_index(n->value);
     if (names_index) index_vars_.insert(n->var.get());
+    if (names_any) any_index_vars_.insert(n->var.get());
     Stmt out = IRMutator::mutate_let(s, n);
     if (names_index) index_vars_.erase(n->var.get());
+    if (names_any) any_index_vars_.erase(n->var.get());
     return out;
   }
   Stmt mutate_if(const Stmt& s, const IfThenElseNode* n) override {
@@ -138,7 +144,7 @@ class ThreadRangeBranches : public IRMutator {
   bool mentions_thread_index(const Expr& e) const {
     bool found = false;
     for_each_expr(std::make_shared<EvaluateNode>(e), [&](const ExprNode* x) {
-      if (auto* v = dynamic_cast<const VarNode*>(x)) found = found || index_vars_.count(v) > 0;
+      if (auto* v = dynamic_cast<const VarNode*>(x)) found = found || any_index_vars_.count(v) > 0;
       if (auto* c = dynamic_cast<const CallNode*>(x)) found = found || c->op == "thread_index";
     });
     return found;
@@ -196,7 +202,8 @@ class ThreadRangeBranches : public IRMutator {
 
   int64_t threads_ = 0;
   bool in_region_ = false;  // T.ws regions do not nest
-  std::unordered_set<const VarNode*> index_vars_;
+  std::unordered_set<const VarNode*> index_vars_;      // the thread index along x, by its names
+  std::unordered_set<const VarNode*> any_index_vars_;  // values that depend on any thread index
 };
 
 }  // namespace

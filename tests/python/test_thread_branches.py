@@ -367,3 +367,27 @@ def test_regions_hold_only_their_own_arrays():
     assert "each thread holds" not in report, report
     report = _C.lower(accumulators_in_regions(True).handle, SM90).lowering_report()
     assert "each thread holds 1024 bytes of arrays [slower path: more than the 255 registers" in report, report
+
+
+def test_tile_work_under_a_branch_on_a_value_of_the_thread_index_is_refused():
+    """`lane = tx % 32; if lane < 16:` and a 2-D block's `if ty == 0:` take part of the
+    block too."""
+
+    @T.prim_func
+    def by_lane(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            lane = tx % 32
+            if lane < 16:
+                T.copy(A, B)
+
+    @T.prim_func
+    def by_y(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=(64, 2)):
+            ty = T.get_thread_binding(1)
+            if ty == 0:
+                T.copy(A, B)
+
+    for func in (by_lane, by_y):
+        with pytest.raises(TileLangUnsupportedError, match="this tile operation is under a branch on the thread index"):
+            _C.lower(func.handle, SM90)
