@@ -15,6 +15,7 @@ constexpr int64_t kWarpgroup = 128;
 struct Range {
   int64_t lo, hi;  // [lo, hi)
   bool empty() const { return lo >= hi; }
+  bool operator==(const Range&) const = default;
 };
 
 class ThreadRangeBranches : public IRMutator {
@@ -81,15 +82,21 @@ class ThreadRangeBranches : public IRMutator {
   }
 
   // The threads for which cond holds, within `within`, if cond compares the thread index
-  // with constants only (and conjunctions of such comparisons).
-  std::optional<Range> range_of(const Expr& cond, Range within) const {
+  // with constants only (and conjunctions of such comparisons). With `others`, conjuncts
+  // that do not depend on the thread index are allowed and collected there
+  // (`if tx < 128 and k > 0:`).
+  std::optional<Range> range_of(const Expr& cond, Range within, std::vector<Expr>* others = nullptr) const {
     auto* b = as<BinaryNode>(cond);
-    if (!b) return std::nullopt;
-    if (b->op == BinaryOp::And) {
-      auto l = range_of(b->a, within);
+    if (b && b->op == BinaryOp::And) {
+      auto l = range_of(b->a, within, others);
       if (!l) return std::nullopt;
-      return range_of(b->b, *l);
+      return range_of(b->b, *l, others);
     }
+    if (others && !mentions_thread_index(cond)) {
+      others->push_back(cond);
+      return within;
+    }
+    if (!b) return std::nullopt;
     const int64_t* k = nullptr;
     BinaryOp op = b->op;
     if (is_thread_index(b->a) && (k = const_int(b->b))) {
@@ -187,8 +194,18 @@ class ThreadRangeBranches : public IRMutator {
       parts.push_back({within, s});
       return true;
     }
-    auto taken = range_of(n->cond, within);
+    std::vector<Expr> others;
+    auto taken = range_of(n->cond, within, &others);
     if (!taken || taken->empty() || !whole_warpgroups(*taken)) return false;
+    if (!others.empty()) {
+      // The region's threads test the rest; the threads that skip the branch are then no
+      // longer one range, so there is no else branch to give a region.
+      if (n->else_case || *taken == within) return false;
+      Expr rest = others[0];
+      for (size_t i = 1; i < others.size(); ++i) rest = land(rest, others[i], n->span);
+      parts.push_back({*taken, std::make_shared<IfThenElseNode>(rest, n->then_case, nullptr, n->span)});
+      return true;
+    }
     // The threads that skip the branch: what remains of `within`, in one run.
     Range rest;
     if (taken->lo == within.lo) rest = Range{taken->hi, within.hi};

@@ -391,3 +391,28 @@ def test_tile_work_under_a_branch_on_a_value_of_the_thread_index_is_refused():
     for func in (by_lane, by_y):
         with pytest.raises(TileLangUnsupportedError, match="this tile operation is under a branch on the thread index"):
             _C.lower(func.handle, SM90)
+
+
+def region_with_a_uniform_test():
+    @T.prim_func
+    def main(A: T.Tensor((1024,), "float32"), B: T.Tensor((1024,), "float32"), on: T.int32):
+        with T.Kernel(1, threads=256):
+            tx = T.get_thread_binding()
+            F = T.alloc_fragment((1024,), "float32")
+            if tx < 128 and on > 0:
+                T.copy(A, F)
+                for i in T.Parallel(1024):
+                    F[i] = F[i] * 2.0
+                T.copy(F, B)
+
+    return main
+
+
+@pytest.mark.parametrize("on", [1, 0])
+def test_region_with_a_test_that_is_not_on_the_thread_index(target, on):
+    """`if tx < 128 and on > 0:`: the region of warpgroup 0, which then tests `on`."""
+    _needs_threads(target)
+    a = np.random.default_rng(7).standard_normal(1024).astype(np.float32)
+    b = np.zeros(1024, np.float32)
+    tilelang.compile(region_with_a_uniform_test(), target=target)(a, b, on)
+    np.testing.assert_array_equal(b, a * 2 if on else np.zeros(1024, np.float32))
