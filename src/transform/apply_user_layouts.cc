@@ -289,7 +289,8 @@ class ApplyUserLayouts : public IRMutator {
   // pipeline's waits and barriers still order them).
   Stmt mutate_evaluate(const Stmt& s, const EvaluateNode* n) override {
     auto* c = as<CallNode>(n->value);
-    if (!c || c->op != "cp_async" || c->args.size() != 3) return IRMutator::mutate_evaluate(s, n);
+    // (A fourth argument: whether the source is inside its tensor; zeros are copied if not.)
+    if (!c || c->op != "cp_async" || c->args.size() < 3) return IRMutator::mutate_evaluate(s, n);
     auto *dst = as<BufferLoadNode>(c->args[0]), *src = as<BufferLoadNode>(c->args[1]);
     const int64_t* bytes = const_int(c->args[2]);
     if (!dst || !src || !bytes) return IRMutator::mutate_evaluate(s, n);
@@ -311,6 +312,7 @@ class ApplyUserLayouts : public IRMutator {
         return idx;
       };
       Expr value = std::make_shared<BufferLoadNode>(src->dtype, src->buffer, at(src), src->span);
+      if (c->args.size() == 4) value = select(c->args[3], value, cast(src->dtype, make_int(0), n->span), n->span);
       elements.push_back(mutate(Stmt(std::make_shared<BufferStoreNode>(dst->buffer, value, at(dst), n->span))));
     }
     return make_seq(elements, n->span);

@@ -416,3 +416,28 @@ def test_region_with_a_test_that_is_not_on_the_thread_index(target, on):
     b = np.zeros(1024, np.float32)
     tilelang.compile(region_with_a_uniform_test(), target=target)(a, b, on)
     np.testing.assert_array_equal(b, a * 2 if on else np.zeros(1024, np.float32))
+
+
+def test_async_scope_copy_into_a_tile_with_a_layout_by_hand():
+    """A shared tile stored transposed by hand keeps no 8 elements together: the gathered
+    row's copy becomes element copies, zero where the row lies outside the tensor."""
+
+    @T.prim_func
+    def main(KV: T.Tensor((256, 64), "float16"), Idx: T.Tensor((64,), "int32"), O: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            K_shared = T.alloc_shared((64, 64), "float16")
+            T.annotate_layout({K_shared: T.Layout((64, 64), lambda i, j: [j, i])})
+            for r in T.serial(8):
+                row = r * 8 + tx // 16
+                with T.attr("default", "async_scope", 1):
+                    for v in T.vectorized(4):
+                        K_shared[row, tx % 16 * 4 + v] = KV[Idx[row], tx % 16 * 4 + v]
+            T.sync_threads()
+            for i, j in T.Parallel(64, 64):
+                O[i, j] = K_shared[i, j]
+
+    lowered = _C.lower(main.handle, SM90)
+    source = _C.codegen(lowered, SM90)
+    assert "cp_async" not in source and "K_shared[" in source, source
+    assert "8-byte cp.async copies" in lowered.lowering_report()
