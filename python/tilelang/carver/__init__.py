@@ -1,3 +1,7 @@
-"""Upstream's carver package, as far as programs reach into it for the device's properties
-(tilelang.carver.arch.driver). Its schedule templates and roller are not provided."""
-from . import arch  # noqa: F401
+"""Upstream's carver package as programs use it: devices (tilelang.carver.arch: CUDA,
+CDNA, the driver's device properties), MatmulTemplate's recommended tilings
+(tilelang.carver.template, a model of our own) and their hints
+(tilelang.carver.roller)."""
+from . import arch, roller, template  # noqa: F401
+from .arch import CDNA, CUDA  # noqa: F401
+from .template import MatmulTemplate  # noqa: F401
