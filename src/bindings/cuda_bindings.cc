@@ -85,14 +85,17 @@ void pack_args(const nb::list& args, PackedArgs& packed) {
 }
 
 // ("buffer" | "scalar" | "shape", name, dtype, param index), or for a tensor map
-// ("tensormap", name, dtype, index of the buffer it describes, box, swizzle bytes).
+// ("tensormap", name, dtype, index of the buffer it describes, box, swizzle bytes, the
+// order its dimensions are stored in: () for their own).
 nb::tuple param_tuple(const CudaKernelParam& p) {
   using Kind = CudaKernelParam::Kind;
   if (p.kind == Kind::TensorMap) {
-    nb::list box;
+    nb::list box, order;
     for (int64_t e : p.tma.box) box.append(e);
+    for (int64_t d : p.tma.order) order.append(d);
     return nb::make_tuple("tensormap", p.name, p.dtype.str(), p.param_index,
-                          nb::steal<nb::tuple>(PyList_AsTuple(box.ptr())), p.tma.swizzle_bytes);
+                          nb::steal<nb::tuple>(PyList_AsTuple(box.ptr())), p.tma.swizzle_bytes,
+                          nb::steal<nb::tuple>(PyList_AsTuple(order.ptr())));
   }
   const char* kind = p.kind == Kind::Buffer ? "buffer" : p.kind == Kind::Scalar ? "scalar" : "shape";
   return nb::make_tuple(kind, p.name, p.dtype.str(), p.param_index);

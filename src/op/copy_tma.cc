@@ -9,6 +9,7 @@
 // tensor's edge arrive as zeros (the tensor map's out-of-bounds fill): no guards.
 #include "op/copy_tma.h"
 
+#include "arith/analyzer.h"
 #include "ir/error.h"
 #include "ir/op.h"
 #include "op/region.h"
@@ -21,7 +22,7 @@ namespace {
 // One tma_load / tma_store per panel of the shared tile S (region `shared`) at the global
 // region `global`; `bar` is the load's mbarrier element (0 for a store).
 std::vector<Stmt> tma_boxes(const std::string& op, const BufferRegion& global, const BufferRegion& shared, Expr bar,
-                            const ThreadContext& ctx, Span sp) {
+                            const ThreadContext& ctx, Span sp, const std::vector<int>& order = {}) {
   const BufferRegion &src = global, &dst = shared;
   const Buffer &G = src.buffer, &S = dst.buffer;
   const int64_t rows = S->shape.size() >= 2 ? *const_int(S->shape[S->shape.size() - 2]) : 1;
@@ -36,9 +37,14 @@ std::vector<Stmt> tma_boxes(const std::string& op, const BufferRegion& global, c
   const int rank = int(G->shape.size());
   std::vector<Expr> args = {make_load(G, std::vector<Expr>(rank, make_int(0)), sp), nullptr, bar,
                             make_int(swizzle_width_bytes(swz.mode)), make_int(rank)};
+  // A tensor stored in another order of its dimensions (a layout by hand that reorders
+  // them): the map's dimension k is the tensor's order[k], and the order follows the
+  // coordinates (the tensor map is encoded for it, jit/backends.py).
+  auto dim = [&](int k) { return order.empty() ? k : order[size_t(k)]; };
   // The box: the tile's rows along the one other non-unit dimension, one panel of columns
   // along the contiguous one, 1 elsewhere.
-  for (int d = 0; d < rank; ++d) {
+  for (int k = 0; k < rank; ++k) {
+    int d = dim(k);
     const int64_t* e = const_int(src.ranges[d].extent);
     args.push_back(make_int(d == rank - 1 ? panel : (*e == 1 ? 1 : rows)));
   }
@@ -50,11 +56,49 @@ std::vector<Stmt> tma_boxes(const std::string& op, const BufferRegion& global, c
     for (size_t d = 0; d < dst.ranges.size(); ++d) at.push_back(dst.ranges[d].min);
     at.back() = add(at.back(), make_int(p * panel), sp);
     a[1] = make_load(S, at, sp);
-    for (int d = 0; d < rank; ++d)
+    for (int k = 0; k < rank; ++k) {
+      int d = dim(k);
       a.push_back(d == rank - 1 ? add(src.ranges[d].min, make_int(p * panel), sp) : src.ranges[d].min);
+    }
+    for (int d : order) a.push_back(make_int(d));
     out.push_back(std::make_shared<EvaluateNode>(std::make_shared<CallNode>(DataType::Void(), op, a, sp), sp));
   }
   return out;
+}
+
+// The dimension order of op's global tensor (attribute tma_order, check_user_layouts.cc);
+// empty when it is stored in its own order.
+std::vector<int> tma_order_of(const TileOpNode& op) {
+  std::vector<int> order;
+  std::string text = attr_str(op, "tma_order", "");
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t comma = text.find(',', at);
+    order.push_back(std::stoi(text.substr(at, comma == std::string::npos ? std::string::npos : comma - at)));
+    at = comma == std::string::npos ? text.size() : comma + 1;
+  }
+  return order;
+}
+
+// Why the strides of G (elements), in the order its storage takes, are not what a tensor
+// map needs (multiples of 16 bytes, known at compile time), or "".
+std::string why_not_map_strides(const Buffer& G, const std::vector<int>& order) {
+  std::vector<Expr> strides = G->effective_strides();
+  if (!order.empty()) {  // row-major over the reordered shape
+    strides.assign(order.size(), make_int(1));
+    for (size_t k = order.size() - 1; k-- > 0;) strides[k] = mul(strides[k + 1], G->shape[size_t(order[k + 1])]);
+  }
+  for (size_t d = 0; d + 1 < strides.size(); ++d) {
+    const int64_t* st = const_int(strides[d]);
+    if (!st) {
+      arith::Analyzer analyzer;
+      st = const_int(analyzer.simplify(strides[d]));
+    }
+    if (!st || (*st * G->dtype.bits) % 128 != 0)
+      return G->name + "'s stride along dimension " + std::to_string(order.empty() ? int(d) : order[d]) +
+             (st ? " is not a multiple of 16 bytes" : " is known only at run time (TMA needs multiples of 16 bytes)");
+  }
+  return "";
 }
 
 // A tile wider than one 128-byte swizzle is moved in panels of boxes, each swizzled by
@@ -75,8 +119,12 @@ std::string why_not_panels(const Buffer& S, int64_t rows, int64_t cols) {
 // the mask; the mask's other blocks receive; blocks outside it load their own tile.
 Stmt multicast_or_load(const TileOpNode& op, ThreadContext& ctx, int64_t mask) {
   Span sp = op.span;
-  std::vector<Stmt> loads = tma_boxes("tma_load", op.regions.at(0), op.regions.at(1), op.args[0], ctx, sp);
+  std::vector<Stmt> loads =
+      tma_boxes("tma_load", op.regions.at(0), op.regions.at(1), op.args[0], ctx, sp, tma_order_of(op));
   if (!mask) return make_seq(loads, sp);
+  if (!tma_order_of(op).empty())
+    fail(ErrorKind::Unsupported, sp, "a multicast TMA load of a tensor with a layout by hand",
+         "drop the cluster multicast of this copy, or the layout");
   std::vector<Stmt> casts;
   for (auto& l : loads) {
     auto* call = as<CallNode>(as<EvaluateNode>(l)->value);
@@ -150,14 +198,7 @@ std::string why_not_tma_load(const TileOpNode& op, const Target& target) {
            "'s contiguous dimension";
   if (src.ranges.size() > 5) return src.buffer->name + " has more than 5 dimensions";
   // A tensor map's strides are multiples of 16 bytes: known here only when constant.
-  auto strides = src.buffer->effective_strides();
-  for (size_t d = 0; d + 1 < strides.size(); ++d) {
-    const int64_t* st = const_int(strides[d]);
-    if (!st || (*st * src.buffer->dtype.bits) % 128 != 0)
-      return src.buffer->name + "'s stride along dimension " + std::to_string(d) +
-             (st ? " is not a multiple of 16 bytes" : " is known only at run time (TMA needs multiples of 16 bytes)");
-  }
-  return "";
+  return why_not_map_strides(src.buffer, tma_order_of(op));
 }
 
 bool tma_moves_one_row(const TileOpNode& op) {
@@ -187,7 +228,7 @@ Stmt lower_copy_tma_store(const TileOpNode& op, ThreadContext& ctx) {
   auto [shared, global] = tma_store_regions(op);
   // T.atomic_add(G, S, use_tma=True): the same boxes, added into the tensor.
   std::string instruction = op.op == "atomic_add" ? "tma_reduce_add" : "tma_store";
-  std::vector<Stmt> issue = tma_boxes(instruction, *global, *shared, make_int(0), ctx, sp);
+  std::vector<Stmt> issue = tma_boxes(instruction, *global, *shared, make_int(0), ctx, sp, tma_order_of(op));
   issue.push_back(call_stmt("tma_store_commit", {}, sp));
   // T.tma_copy's store leaves the group in flight: the program waits (T.tma_store_wait).
   if (!attr_int(op, "by_hand", 0)) issue.push_back(call_stmt("tma_store_wait_read", {make_int(0)}, sp));
@@ -231,12 +272,7 @@ std::string why_not_tma_store(const TileOpNode& op, const Target& target) {
       (dims.size() == 2 && *const_int(dst.ranges[dims[0]].extent) != *rows) || (dims.size() == 1 && *rows != 1))
     return "the copy does not write whole rows along " + G->name + "'s contiguous dimension";
   if (dst.ranges.size() > 5) return G->name + " has more than 5 dimensions";
-  auto strides = G->effective_strides();
-  for (size_t d = 0; d + 1 < strides.size(); ++d) {
-    const int64_t* st = const_int(strides[d]);
-    if (!st || (*st * G->dtype.bits) % 128 != 0) return G->name + "'s strides are not constant multiples of 16 bytes";
-  }
-  return "";
+  return why_not_map_strides(G, tma_order_of(op));
 }
 
 }  // namespace tl

@@ -206,6 +206,22 @@ UserLayout read_user_layout(const TileOpNode& op) {
   return L;
 }
 
+std::vector<int> dimension_order(const UserLayout& layout) {
+  const size_t rank = layout.indices.size();
+  if (layout.positions.size() != rank || layout.buffer->shape.size() != rank || rank == 0) return {};
+  std::vector<int> order;
+  for (const Expr& p : layout.positions) {
+    auto* v = as<VarNode>(p);
+    int found = -1;
+    for (size_t k = 0; v && k < rank; ++k)
+      if (layout.indices[k].get() == v) found = int(k);
+    if (found < 0 || std::find(order.begin(), order.end(), found) != order.end()) return {};
+    order.push_back(found);
+  }
+  if (order.back() != int(rank) - 1) return {};
+  return order;
+}
+
 std::unordered_map<const VarNode*, UserLayout> user_layouts_of(const Stmt& s) {
   std::unordered_map<const VarNode*, UserLayout> found;
   struct Collect : IRVisitor {
@@ -289,6 +305,11 @@ class ApplyUserLayouts : public IRMutator {
   // pipeline's waits and barriers still order them).
   Stmt mutate_evaluate(const Stmt& s, const EvaluateNode* n) override {
     auto* c = as<CallNode>(n->value);
+    // A TMA copy names its tensor (a parameter) by its first element; the tensor map
+    // carries the layout's dimension order (op/copy_tma.cc).
+    if (c && (c->op == "tma_load" || c->op == "tma_load_multicast" || c->op == "tma_store" ||
+              c->op == "tma_reduce_add"))
+      return s;
     // (A fourth argument: whether the source is inside its tensor; zeros are copied if not.)
     if (!c || c->op != "cp_async" || c->args.size() < 3) return IRMutator::mutate_evaluate(s, n);
     auto *dst = as<BufferLoadNode>(c->args[0]), *src = as<BufferLoadNode>(c->args[1]);

@@ -30,6 +30,12 @@ bool is_user_layout(const TileOpNode& op);
 // Errors are Layout errors at the annotation's line.
 UserLayout read_user_layout(const TileOpNode& op);
 
+// The dimension order a layout that only reorders dimensions stores in (positions are the
+// indices themselves, permuted: T.Layout(shape, lambda b, l, h, d: [b, h, l, d]) gives
+// {0, 2, 1, 3}), with the contiguous dimension kept last; empty for any other layout. TMA
+// addresses such a tensor by a tensor map of the reordered shape.
+std::vector<int> dimension_order(const UserLayout& layout);
+
 // The buffers (keyed by storage) with a layout by hand anywhere in s.
 std::unordered_map<const VarNode*, UserLayout> user_layouts_of(const Stmt& s);
 

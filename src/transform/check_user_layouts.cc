@@ -33,10 +33,21 @@ class CheckUserLayouts : public IRMutator {
       fail(ErrorKind::Layout, n->span,
            "T.tma_copy: " + why + "; a TMA box is stored row-major or in a hardware swizzle",
            "use T.copy, which the threads run through the layout");
-    // Copies, and tile atomics that ask for a TMA reduction, stay off TMA.
+    // Copies, and tile atomics that ask for a TMA reduction, stay off TMA, but for a global
+    // tensor whose layout only reorders its dimensions (the tensor map takes that order).
     bool tma_reduction = n->op == "atomic_add" && attr_int(*n, "use_tma", 0);
     if ((n->op != "copy" && !tma_reduction) || n->attrs.count("no_tma")) return s;
     Attrs attrs = n->attrs;
+    int with_layout = 0;
+    for (auto& r : n->regions) with_layout += layout_of(r.buffer, n->span) != nullptr;
+    std::vector<int> order = hit->buffer->is_global() && hit->buffer->strides.empty() && with_layout == 1
+                                 ? dimension_order(*hit) : std::vector<int>{};
+    if (!order.empty()) {
+      std::string text;
+      for (int d : order) text += (text.empty() ? "" : ",") + std::to_string(d);
+      attrs["tma_order"] = text;
+      return std::make_shared<TileOpNode>(n->op, n->regions, n->args, attrs, n->span);
+    }
     attrs["no_tma"] = why;
     return std::make_shared<TileOpNode>(n->op, n->regions, n->args, attrs, n->span);
   }

@@ -107,3 +107,73 @@ def test_a_tensor_with_a_layout_by_hand_keeps_its_atomics():
     report = _C.lower(main.handle, SM90).lowering_report()
     assert ("T.atomic_add into dQ by an atomic per element [slower path: use_tma=True asks for one TMA reduction, "
             "but 'dQ' has a layout by hand (T.annotate_layout with T.Layout)]") in report, report
+
+
+def reordered_accumulate(use_tma=True, batch=2, seq=128, heads=4, dim=64, block=64):
+    """dQ declared [batch, seq, heads, dim] but stored [batch, heads, seq, dim] (a layout by
+    hand, as upstream's GQA backward stores it for TMA): each block adds its tile twice; a
+    second kernel reads it back through the layout."""
+    shape = (batch, seq, heads, dim)
+
+    @T.prim_func
+    def add(A: T.Tensor(shape, "float32"), dQ: T.Tensor(shape, "float32")):
+        with T.Kernel(seq // block, heads, batch, threads=128) as (bx, by, bz):
+            T.annotate_layout({dQ: T.Layout(dQ.shape, lambda b, l, h, d: [b, h, l, d])})
+            S = T.alloc_shared((block, dim), "float32")
+            for j in T.serial(2):
+                T.copy(A[bz, bx * block:(bx + 1) * block, by, :], S)
+                T.atomic_add(dQ[bz, bx * block:(bx + 1) * block, by, :], S, use_tma=use_tma)
+
+    @T.prim_func
+    def read(dQ: T.Tensor(shape, "float32"), Out: T.Tensor(shape, "float32")):
+        with T.Kernel(seq // block, heads, batch, threads=128) as (bx, by, bz):
+            T.annotate_layout({dQ: T.Layout(dQ.shape, lambda b, l, h, d: [b, h, l, d])})
+            T.copy(dQ[bz, bx * block:(bx + 1) * block, by, :], Out[bz, bx * block:(bx + 1) * block, by, :])
+
+    return add, read
+
+
+def test_tma_reduction_into_a_tensor_stored_in_another_order():
+    add, _ = reordered_accumulate()
+    lowered = _C.lower(add.handle, SM90)
+    assert "T.atomic_add S -> dQ by TMA reduction" in lowered.lowering_report()
+    source = _C.codegen(lowered, SM90)
+    # Coordinates innermost first in the stored order (d, l, h, b); the map's box likewise.
+    assert "tl::tma_reduce_add(dQ_tmap0, &S[0], 0, bx * 64, by, bz);" in source, source
+    maps = [p for info in _C.cuda_kernel_infos(lowered) for p in info["params"] if p[0] == "tensormap"]
+    assert [(p[1], p[4], p[6]) for p in maps if p[1].startswith("dQ")] == [("dQ_tmap0", (1, 1, 64, 32), (0, 2, 1, 3))]
+
+
+def test_tensor_map_of_a_reordered_tensor_describes_the_stored_order():
+    from tilelang.jit.backends import _TensorMapParam
+
+    class Declared:
+        shape = [_C.const(e, "int32") for e in (2, 128, 4, 64)]
+        strides = None
+
+    param = ("tensormap", "dQ_tmap0", "float32", 0, (1, 1, 64, 32), 128, (0, 2, 1, 3))
+    m = _TensorMapParam(0, param, [Declared()])
+    assert m._layout({}) == ((2, 4, 128, 64), (4 * 128 * 64, 128 * 64, 64, 1))
+    plain = _TensorMapParam(0, param[:6], [Declared()])  # an entry cached before the order was kept
+    assert plain._layout({}) == ((2, 128, 4, 64), (128 * 4 * 64, 4 * 64, 64, 1))
+
+
+def test_reordered_tensor_accumulates_like_numpy(target):
+    if target.startswith("cuda"):
+        require_sm90(target)
+    add, read = reordered_accumulate()
+    a = np.random.default_rng(12).integers(-4, 4, (2, 128, 4, 64)).astype(np.float32)
+    if target.startswith("cuda"):
+        import torch
+        a_t = torch.tensor(a, device="cuda")
+        dq, out = torch.zeros_like(a_t), torch.zeros_like(a_t)
+        tilelang.compile(add, target=target)(a_t, dq)
+        tilelang.compile(read, target=target)(dq, out)
+        out = out.cpu().numpy()
+    else:
+        dq, out = np.zeros_like(a), np.zeros_like(a)
+        tilelang.compile(add, target=target)(a, dq)
+        tilelang.compile(read, target=target)(dq, out)
+        # the storage is [batch, heads, seq, dim]
+        np.testing.assert_array_equal(dq.reshape(2, 4, 128, 64), 2 * a.transpose(0, 2, 1, 3))
+    np.testing.assert_array_equal(out, 2 * a)

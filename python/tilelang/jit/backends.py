@@ -123,12 +123,18 @@ class _TensorMapParam:
     _MAX_CACHED = 4096  # maps of tensors that come and go; dropped all at once past this
 
     def __init__(self, position, param, func_params):
-        _, self.name, self.dtype, self.index, box, self.swizzle = param
+        _, self.name, self.dtype, self.index, box, self.swizzle = param[:6]
         self.position = position
         self.box = list(box)
         declared = func_params[self.index]
         self._shape = list(declared.shape)
         self._strides = list(declared.strides or [])
+        # A layout by hand that reorders the dimensions stores the tensor row-major in that
+        # order: the map describes the reordered shape (the box is already in that order).
+        order = list(param[6]) if len(param) > 6 else []
+        if order:
+            self._shape = [self._shape[d] for d in order]
+            self._strides = []
         self._static = None  # (shape, strides) when no shape variable appears in them
         if all(e.kind == "IntImm" for e in self._shape + self._strides):
             self._static = self._layout({})

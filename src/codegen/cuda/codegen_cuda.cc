@@ -172,6 +172,9 @@ TensorMapSpec tma_spec_of(const CallNode* call) {
   spec.swizzle_bytes = int(*const_int(call->args.at(3)));
   int64_t rank = *const_int(call->args.at(4));
   for (int64_t d = 0; d < rank; ++d) spec.box.push_back(*const_int(call->args.at(5 + d)));
+  // After the coordinates, a load or store of a reordered tensor names the order.
+  if (call->op != "tma_load_multicast" && int64_t(call->args.size()) == 5 + 3 * rank)
+    for (int64_t d = 0; d < rank; ++d) spec.order.push_back(*const_int(call->args.at(size_t(5 + 2 * rank + d))));
   return spec;
 }
 
@@ -207,7 +210,7 @@ std::vector<CudaKernelParam> kernel_params(const PrimFuncNode& f) {
     TensorMapSpec spec = tma_spec_of(call);
     for (auto& p : out)
       if (p.kind == CudaKernelParam::Kind::TensorMap && p.param_index == index && p.tma.box == spec.box &&
-          p.tma.swizzle_bytes == spec.swizzle_bytes)
+          p.tma.swizzle_bytes == spec.swizzle_bytes && p.tma.order == spec.order)
         return;
     int n = 0;
     for (auto& p : out) n += p.kind == CudaKernelParam::Kind::TensorMap;
@@ -1023,7 +1026,7 @@ class CodeGenCUDA : public Emitter {
       std::string map;
       for (auto& [p, name] : tensor_maps_)
         if (func_->params[size_t(p->param_index)].buffer.get() == g->buffer.get() && p->tma.box == spec.box &&
-            p->tma.swizzle_bytes == spec.swizzle_bytes)
+            p->tma.swizzle_bytes == spec.swizzle_bytes && p->tma.order == spec.order)
           map = name;
       if (map.empty()) fail(ErrorKind::Internal, call->span, "internal: no tensor map parameter for a TMA copy");
       auto* smem = as<BufferLoadNode>(call->args[1]);

@@ -14,6 +14,9 @@ struct TensorMapSpec {
   DataType dtype;
   std::vector<int64_t> box;  // box extent per dimension of the global tensor, outermost first
   int swizzle_bytes = 0;     // 0 (none), 32, 64 or 128
+  // The tensor's dimensions in the order it is stored (a layout by hand that reorders
+  // them), outermost first; empty: its own order. The box is in the stored order.
+  std::vector<int64_t> order;
 };
 
 }  // namespace tl
