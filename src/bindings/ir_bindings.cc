@@ -158,6 +158,11 @@ void bind_ir(nb::module_& m) {
     current_span() = Span{file.empty() ? 0u : Span::intern(file), line, col};
   });
   m.def("get_span_line", []() { return current_span().line; });
+  // (file, line) of the current span: where the front end or the compile call last was.
+  m.def("get_span", []() {
+    Span sp = current_span();
+    return nb::make_tuple(sp.defined() ? Span::file_name(sp.file_id) : std::string(), sp.line);
+  });
 
   auto expr = nb::class_<PyExpr>(m, "Expr");
   expr.def_prop_ro("dtype", [](const PyExpr& x) { return x.e->dtype.str(); })

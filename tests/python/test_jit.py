@@ -162,8 +162,30 @@ def test_kernel_source_and_lower(cache_dir):
 
 @pytest.mark.skipif(tilelang.cuda_available(), reason="the error is for machines without a CUDA device")
 def test_cuda_target_without_a_device_is_a_clear_error():
-    with pytest.raises(TileLangUnsupportedError, match="target 'cuda' needs a CUDA device"):
+    with pytest.raises(TileLangUnsupportedError, match="target 'cuda' needs a CUDA device") as info:
         tilelang.compile(scale_kernel(64, 1.0), target="cuda")
+    assert info.value.file == __file__  # the compile call's line
+
+
+@pytest.mark.skipif(tilelang.cuda_available(), reason="the error is for machines without a CUDA device")
+def test_compile_in_a_worker_thread_points_at_the_user_code():
+    """A compile from a thread pool (as the autotuner's) was located in concurrent/futures;
+    the innermost frame outside tilelang and Python's library is the user's, and without one
+    the kernel's definition."""
+    import concurrent.futures
+    func = scale_kernel(64, 1.0)
+
+    def build():
+        return tilelang.compile(func, target="cuda -arch=sm_90a")
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        with pytest.raises(TileLangUnsupportedError, match="no usable CUDA device") as info:
+            pool.submit(build).result()
+    assert info.value.file == __file__ and "concurrent" not in str(info.value)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        with pytest.raises(TileLangUnsupportedError, match="no usable CUDA device") as info:
+            pool.submit(tilelang.compile, func, target="cuda -arch=sm_90a").result()
+    assert (info.value.file, info.value.line) == (func.file, func.line), str(info.value)
 
 
 def test_cuda_source_without_a_device():

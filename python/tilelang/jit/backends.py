@@ -109,6 +109,13 @@ class CpuBackend:
             return CpuExecutable(prim_func, lib_path, source, report), None
 
 
+def _compile_call():
+    """(file, line) of the compile call being served (tilelang.compile sets the span), or
+    (None, None)."""
+    file, line = _C.get_span()
+    return (file, line) if file else (None, None)
+
+
 def _extent(expr, shape_values) -> int:
     return expr.value if expr.kind == "IntImm" else _C.eval_int(expr, shape_values)
 
@@ -291,13 +298,13 @@ def resolve_target(target) -> str:
         if not _C.cuda_device_available():
             from ..errors import TileLangUnsupportedError
             raise TileLangUnsupportedError(
-                f"target 'cuda' needs a CUDA device ({_C.cuda_unavailable_reason()})", None, None,
+                f"target 'cuda' needs a CUDA device ({_C.cuda_unavailable_reason()})", *_compile_call(),
                 "give an architecture (target=\"cuda -arch=sm_90a\") to generate code without a device, "
                 "or use target=\"cpu\"")
         canonical = f"cuda -arch={_C.cuda_device_arch(0)}"
     if canonical == "hip":
         from ..errors import TileLangUnsupportedError
         raise TileLangUnsupportedError(
-            "target 'hip' needs an AMD architecture (the wavefront is 64 lanes on CDNA, 32 on RDNA)", None, None,
+            "target 'hip' needs an AMD architecture (the wavefront is 64 lanes on CDNA, 32 on RDNA)", *_compile_call(),
             "give one, e.g. target=\"hip -arch=gfx942\" (MI300) or \"hip -arch=gfx1100\" (RDNA 3)")
     return canonical

@@ -122,15 +122,18 @@ def _check_pass_configs(pass_configs):
     return out
 
 
-def _user_location():
-    """(file, line) of the innermost caller outside this package: where a compile call
-    that names a bad target was written."""
+def _user_location(fallback=("", 0)):
+    """(file, line) of the innermost caller outside this package and Python's own library:
+    where a compile call that names a bad target was written. A compile from a worker
+    thread (the autotuner's) has no such caller: `fallback` then (the kernel's definition)."""
     import sys
-    package = str(Path(__file__).resolve().parent.parent)
+    import sysconfig
+    skipped = [str(Path(__file__).resolve().parent.parent)]
+    skipped += [str(Path(sysconfig.get_paths()[k]).resolve()) for k in ("stdlib", "platstdlib")]
     frame = sys._getframe(1)
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
+    while frame is not None and any(str(Path(frame.f_code.co_filename).resolve()).startswith(p) for p in skipped):
         frame = frame.f_back
-    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("", 0)
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else fallback
 
 
 def _current_torch_stream(device):
@@ -205,7 +208,7 @@ class JITKernel:
             out_idx = func.out_idx
         # A bad target is the compile call's mistake: its error points there, not at the
         # kernel's last parsed line.
-        _C.set_span(*_user_location(), 0)
+        _C.set_span(*_user_location((func.file or "", func.line or 0)), 0)
         self.target = resolve_target(target)
         self.pass_configs = _check_pass_configs(pass_configs)
         self.compile_flags = list(compile_flags or [])
