@@ -196,11 +196,16 @@ class ThreadRangeBranches : public IRMutator {
     }
     std::vector<Expr> others;
     auto taken = range_of(n->cond, within, &others);
-    if (!taken || taken->empty() || !whole_warpgroups(*taken)) return false;
+    if (!taken) return false;
+    if (taken->empty()) {  // no thread takes the branch: the else branch is everyone's
+      if (!n->else_case) return true;
+      return split(n->else_case, within, parts);
+    }
+    if (!whole_warpgroups(*taken)) return false;
     if (!others.empty()) {
       // The region's threads test the rest; the threads that skip the branch are then no
       // longer one range, so there is no else branch to give a region.
-      if (n->else_case || *taken == within) return false;
+      if (n->else_case) return false;
       Expr rest = others[0];
       for (size_t i = 1; i < others.size(); ++i) rest = land(rest, others[i], n->span);
       parts.push_back({*taken, std::make_shared<IfThenElseNode>(rest, n->then_case, nullptr, n->span)});

@@ -693,4 +693,116 @@ class Atomic:
         return 1e-6, 1e-6 * math.ceil(p["M"] / p["block_M"])
 
 
-TEMPLATES = {t.name: t for t in (Gemm(), Reduce(), Elementwise(), Copy(), Cumsum(), Softmax(), Pipeline(), Atomic())}
+# ---------------------------------------------------------------------------- branches over warpgroups
+
+class Branches:
+    """Upstream's hand warp specialisation: `tx = T.get_thread_binding()`, then branches
+    over whole warpgroups (if / else, elif, a conjunction, a test of a scalar too); one
+    branch moves a fragment of its own through tile operators, the other writes element
+    by element. GPU targets only: the CPU runs a block as one thread."""
+    name = "branches"
+    targets = ("webgpu", "cuda")
+
+    def draw(self, rng, target):
+        threads = pick(rng, [128, 256] if target == "webgpu" else [128, 256, 384, 512])
+        split = 128 * int(rng.integers(1, threads // 128)) if threads > 128 else 128
+        return dict(threads=threads, split=split, blocks=pick(rng, [1, 2, 3]),
+                    form=pick(rng, ["else", "elif", "and", "uniform"]), n=pick(rng, [64, 128, 256, 512, 1024]),
+                    scale=pick(rng, [2.0, -0.5, 3.0]), on=pick(rng, [0, 1, 1]),
+                    reduce=target != "webgpu" and bool(rng.integers(0, 2)))
+
+    def kernel(self, p):
+        threads, s, n, form, scale, blocks = p["threads"], p["split"], p["n"], p["form"], p["scale"], p["blocks"]
+        rest = threads - s  # threads after the split: one element each
+        width = n + max(rest, 0)
+        reduce = p["reduce"]
+
+        @T.prim_func
+        def branches(X: T.Tensor((blocks, width), "float32"), Y: T.Tensor((blocks, width), "float32"),
+                     S: T.Tensor((blocks, 8), "float32"), on: T.int32):
+            with T.Kernel(blocks, threads=threads) as bx:
+                tx = T.get_thread_binding()
+                F = T.alloc_fragment((n,), "float32")
+                G = T.alloc_fragment((8, n // 8), "float32")
+                r = T.alloc_fragment((8,), "float32")
+                if form == "else":
+                    if tx < s:
+                        T.copy(X[bx, 0:n], F)
+                        for i in T.Parallel(n):
+                            F[i] = F[i] * scale + 1.0
+                        T.copy(F, Y[bx, 0:n])
+                        if reduce:
+                            for i, j in T.Parallel(8, n // 8):
+                                G[i, j] = X[bx, i * (n // 8) + j]
+                            T.reduce_sum(G, r, dim=1)
+                            T.copy(r, S[bx, 0:8])
+                    else:
+                        Y[bx, n + tx - s] = X[bx, n + tx - s] * 2.0 - 1.0
+                elif form == "elif":
+                    if tx >= s:
+                        Y[bx, n + tx - s] = X[bx, n + tx - s] * 2.0 - 1.0
+                    elif tx < s:
+                        T.copy(X[bx, 0:n], F)
+                        for i in T.Parallel(n):
+                            F[i] = F[i] * scale + 1.0
+                        T.copy(F, Y[bx, 0:n])
+                        if reduce:
+                            for i, j in T.Parallel(8, n // 8):
+                                G[i, j] = X[bx, i * (n // 8) + j]
+                            T.reduce_sum(G, r, dim=1)
+                            T.copy(r, S[bx, 0:8])
+                else:  # "and" / "uniform": two branches written as separate ifs
+                    if form == "and":
+                        if 0 <= tx and s > tx:
+                            T.copy(X[bx, 0:n], F)
+                            for i in T.Parallel(n):
+                                F[i] = F[i] * scale + 1.0
+                            T.copy(F, Y[bx, 0:n])
+                            if reduce:
+                                for i, j in T.Parallel(8, n // 8):
+                                    G[i, j] = X[bx, i * (n // 8) + j]
+                                T.reduce_sum(G, r, dim=1)
+                                T.copy(r, S[bx, 0:8])
+                    else:
+                        if tx < s and on > 0:
+                            T.copy(X[bx, 0:n], F)
+                            for i in T.Parallel(n):
+                                F[i] = F[i] * scale + 1.0
+                            T.copy(F, Y[bx, 0:n])
+                            if reduce:
+                                for i, j in T.Parallel(8, n // 8):
+                                    G[i, j] = X[bx, i * (n // 8) + j]
+                                T.reduce_sum(G, r, dim=1)
+                                T.copy(r, S[bx, 0:8])
+                    if tx >= s and tx < threads:
+                        Y[bx, n + tx - s] = X[bx, n + tx - s] * 2.0 - 1.0
+
+        return branches
+
+    def _width(self, p):
+        return p["n"] + max(p["threads"] - p["split"], 0)
+
+    def arguments(self, p, rng):
+        w = self._width(p)
+        x = uniform(rng, (p["blocks"], w), "float32")
+        return [x, np.full((p["blocks"], w), np.nan, np.float32), np.full((p["blocks"], 8), np.nan, np.float32),
+                p["on"]]
+
+    def expected(self, p, args):
+        x = args[0].astype(np.float64)
+        n, w = p["n"], self._width(p)
+        y, sums = args[1].astype(np.float64).copy(), args[2].astype(np.float64).copy()
+        first = p["form"] != "uniform" or p["on"] > 0
+        if first:
+            y[:, :n] = x[:, :n] * p["scale"] + 1.0
+            if p["reduce"]:
+                sums[:] = x[:, :n].reshape(p["blocks"], 8, n // 8).sum(axis=2)
+        y[:, n:w] = x[:, n:w] * 2.0 - 1.0
+        return {1: y, 2: sums}
+
+    def tolerance(self, p):
+        return 1e-5, 1e-5 * p["n"]
+
+
+TEMPLATES = {t.name: t for t in (Gemm(), Reduce(), Elementwise(), Copy(), Cumsum(), Softmax(), Pipeline(), Atomic(),
+                                 Branches())}
