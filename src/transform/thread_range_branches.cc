@@ -62,14 +62,14 @@ class ThreadRangeBranches : public IRMutator {
         return make_seq(out, n->span);
       }
     }
-    if (mentions_thread_index(n->cond)) refuse_tile_work(n);
-    if (auto* c = as<CallNode>(n->cond); c && c->op == "thread_range") {
+    if (auto* c = as<CallNode>(n->cond); c && c->op == "thread_range") {  // a T.ws region
       bool saved = in_region_;
       in_region_ = true;
       Stmt out = IRMutator::mutate_if(s, n);
       in_region_ = saved;
       return out;
     }
+    if (mentions_thread_index(n->cond)) refuse_tile_work(n);
     return IRMutator::mutate_if(s, n);
   }
 
@@ -152,7 +152,8 @@ class ThreadRangeBranches : public IRMutator {
     bool found = false;
     for_each_expr(std::make_shared<EvaluateNode>(e), [&](const ExprNode* x) {
       if (auto* v = dynamic_cast<const VarNode*>(x)) found = found || any_index_vars_.count(v) > 0;
-      if (auto* c = dynamic_cast<const CallNode*>(x)) found = found || c->op == "thread_index";
+      if (auto* c = dynamic_cast<const CallNode*>(x))
+        found = found || c->op == "thread_index" || c->op == "thread_range";  // T.ws's test too
     });
     return found;
   }
