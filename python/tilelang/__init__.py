@@ -36,25 +36,38 @@ def cuda_available() -> bool:
     return _C.cuda_device_available()
 
 
-def _tvm_module():
-    """A real TVM where one is installed, else the few TVM names programs use around their
-    kernels (tilelang/tvm_compat), importable as `tvm` too, as upstream makes it."""
-    import importlib.util
+
+class _TvmNames:
+    """`import tvm` where no real TVM is installed: the few TVM names programs use around
+    their kernels (tilelang/tvm_compat), as upstream makes TVM importable. Consulted last,
+    so an installed TVM is always the one imported; nothing is looked up before a program
+    imports tvm."""
+
+    _MODULES = ("tvm", "tvm.tir", "tvm.te")
+
+    def find_spec(self, name, path=None, target=None):
+        import importlib.util
+        return importlib.util.spec_from_loader(name, self) if name in self._MODULES else None
+
+    def create_module(self, spec):
+        from . import tvm_compat
+        return {"tvm": tvm_compat, "tvm.tir": tvm_compat.tir, "tvm.te": tvm_compat.te}[spec.name]
+
+    def exec_module(self, module):
+        pass
+
+
+def _install_tvm_names():
     import sys
-    if "tvm" in sys.modules:
-        return sys.modules["tvm"]
-    if importlib.util.find_spec("tvm") is not None:
-        import tvm
-        return tvm
-    from . import tvm_compat
-    sys.modules["tvm"], sys.modules["tvm.tir"], sys.modules["tvm.te"] = tvm_compat, tvm_compat.tir, tvm_compat.te
-    return tvm_compat
+    if not any(isinstance(f, _TvmNames) for f in sys.meta_path):
+        sys.meta_path.append(_TvmNames())
 
 
-_tvm_module()
+_install_tvm_names()
 
 
 def __getattr__(name):
-    if name == "tvm":  # `from tilelang import tvm as tvm`
-        return _tvm_module()
+    if name == "tvm":  # `from tilelang import tvm as tvm`: TVM, or the names above
+        import importlib
+        return importlib.import_module("tvm")
     raise AttributeError(f"module 'tilelang' has no attribute {name!r}")

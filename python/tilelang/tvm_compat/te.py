@@ -5,5 +5,5 @@ __all__ = ["var"]
 
 
 def var(name="v", dtype="int32"):
-    from ..language.types import dynamic
+    from tilelang.language.types import dynamic
     return dynamic(name, dtype)

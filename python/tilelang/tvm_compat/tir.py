@@ -18,5 +18,5 @@ def const(value, dtype=None):
 
 def reinterpret(dtype, value):
     """The bits of value as dtype (TVM's argument order)."""
-    from ..language.extern import reinterpret as _reinterpret
+    from tilelang.language.extern import reinterpret as _reinterpret
     return _reinterpret(value, dtype)
