@@ -155,14 +155,20 @@ def test_profiler_uses_the_supply_type(cache_dir):
     assert k.get_profiler().supply_type is TensorSupplyType.Auto
     ones = k.get_profiler(tensor_supply_type=TensorSupplyType.One)
     (a,) = ones._get_inputs()
-    assert a.dtype == np.float32 and a.shape == (256,) and (a == 1).all()
-    np.testing.assert_array_equal(ones.run_once(), np.full(256, 2.0, np.float32))
+    # torch tensors on the host where torch is installed (upstream's reference programs use
+    # torch's methods), numpy arrays otherwise
+    torch = pytest.importorskip("torch")
+    assert isinstance(a, torch.Tensor) and a.device.type == "cpu"
+    assert a.dtype == torch.float32 and tuple(a.shape) == (256,) and bool((a == 1).all())
+    np.testing.assert_array_equal(np.asarray(ones.run_once()), np.full(256, 2.0, np.float32))
     ints = k.get_profiler(TensorSupplyType.Integer)
     (x,) = ints._get_inputs()
     assert set(np.unique(x)) <= {-2, -1, 0, 1, 2}
     ints.assert_allclose(lambda a: a * 2, atol=0, rtol=0)
     assert ints.do_bench(warmup=1, rep=2) > 0
     assert len(ints._get_inputs(with_output=True)) == 2
+    # a reference written with torch's methods, as upstream's are
+    ints.assert_allclose(lambda a: a.pow(1) * 2, atol=0, rtol=0)
 
 
 def test_profiler_assert_allclose_honours_max_mismatched_ratio(cache_dir):
@@ -191,6 +197,29 @@ def test_profiler_seed_follows_set_random_seed(cache_dir):
     again = k.get_profiler(TensorSupplyType.Randn)._get_inputs()[0]
     np.testing.assert_array_equal(first, again)
     assert not np.array_equal(first, k.get_profiler(TensorSupplyType.Randn)._get_inputs()[0])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3", "float16", "int8"])
+def test_profiler_inputs_of_every_dtype_are_torch_tensors(cache_dir, dtype):
+    """bfloat16 and float8 arrays (ml_dtypes) reach torch through their bits."""
+    torch = pytest.importorskip("torch")
+    from tilelang.dtypes import torch_dtype
+
+    @T.prim_func
+    def copy(A: T.Tensor((64,), dtype), B: T.Tensor((64,), dtype)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                B[i] = A[i]
+
+    k = tilelang.compile(copy, out_idx=[-1], target="cpu")
+    tilelang.testing.set_random_seed(5)
+    (a,) = k.get_profiler(TensorSupplyType.Integer)._get_inputs()
+    tilelang.testing.set_random_seed(5)
+    from tilelang.utils.tensor import get_tensor_supply
+    want = get_tensor_supply(TensorSupplyType.Integer)(k.params[0])  # the numpy array it comes from
+    assert isinstance(a, torch.Tensor) and a.dtype == torch_dtype(dtype)
+    raw_torch, raw_numpy = {1: (torch.uint8, np.uint8), 2: (torch.int16, np.int16)}[a.element_size()]
+    np.testing.assert_array_equal(a.view(raw_torch).numpy(), want.view(raw_numpy))
 
 
 def test_profiler_rejects_dynamic_shapes(cache_dir):

@@ -70,18 +70,18 @@ class Profiler:
 
     def _get_inputs(self, with_output=False):
         """One generated argument per input parameter (and per output with with_output):
-        arrays of the parameter's dtype as the supply type says, 1 for scalars; on the
-        device for CUDA targets."""
+        tensors of the parameter's dtype as the supply type says, 1 for scalars. torch
+        tensors where torch is installed, as upstream's reference programs expect (on the
+        device for CUDA targets, so that timings leave out host <-> device copies; on the
+        host for the CPU); numpy arrays without torch, and for webgpu."""
         out = []
         for i, p in enumerate(self.kernel.params):
             if (i in self.kernel.out_idx and not with_output) or i in self.kernel.workspace_idx:
                 continue
             out.append(1 if p.kind == "scalar" else self.supply(p))
-        if self.kernel.target.startswith("cuda"):
-            # On the device, so that timings leave out the host <-> device copies.
-            import torch
-            out = [torch.from_numpy(np.ascontiguousarray(x)).cuda() if isinstance(x, np.ndarray) else x
-                   for x in out]
+        on_cuda = self.kernel.target.startswith("cuda")
+        if on_cuda or (self.kernel.target.startswith("cpu") and _torch_installed()):
+            out = [_as_torch(x, on_cuda) if isinstance(x, np.ndarray) else x for x in out]
         return out
 
     _inputs = _get_inputs
@@ -122,6 +122,25 @@ class Profiler:
         ours = self.kernel(*args)
         ref = reference_program(*args)
         manual_check_prog(ours, ref)
+
+
+def _torch_installed() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("torch") is not None
+
+
+# numpy (ml_dtypes) types torch.from_numpy does not take: their bits, viewed as torch's type.
+_VIEWED = {"bfloat16": ("uint16", "bfloat16"), "float8_e4m3fn": ("uint8", "float8_e4m3fn"),
+           "float8_e5m2": ("uint8", "float8_e5m2")}
+
+
+def _as_torch(x, on_cuda):
+    """A torch tensor holding the array's values (bfloat16 and float8 too)."""
+    import torch
+    a = np.ascontiguousarray(x)
+    viewed = _VIEWED.get(a.dtype.name)
+    t = torch.from_numpy(a.view(viewed[0])).view(getattr(torch, viewed[1])) if viewed else torch.from_numpy(a)
+    return t.cuda() if on_cuda else t
 
 
 def _host(x):
