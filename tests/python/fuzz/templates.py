@@ -717,6 +717,18 @@ class Branches:
         width = n + max(rest, 0)
         reduce = p["reduce"]
 
+        @T.macro
+        def tile_work(X, Y, S, F, G, r, bx):  # the first branch: a fragment's tile operators
+            T.copy(X[bx, 0:n], F)
+            for i in T.Parallel(n):
+                F[i] = F[i] * scale + 1.0
+            T.copy(F, Y[bx, 0:n])
+            if reduce:
+                for i, j in T.Parallel(8, n // 8):
+                    G[i, j] = X[bx, i * (n // 8) + j]
+                T.reduce_sum(G, r, dim=1)
+                T.copy(r, S[bx, 0:8])
+
         @T.prim_func
         def branches(X: T.Tensor((blocks, width), "float32"), Y: T.Tensor((blocks, width), "float32"),
                      S: T.Tensor((blocks, 8), "float32"), on: T.int32):
@@ -727,53 +739,21 @@ class Branches:
                 r = T.alloc_fragment((8,), "float32")
                 if form == "else":
                     if tx < s:
-                        T.copy(X[bx, 0:n], F)
-                        for i in T.Parallel(n):
-                            F[i] = F[i] * scale + 1.0
-                        T.copy(F, Y[bx, 0:n])
-                        if reduce:
-                            for i, j in T.Parallel(8, n // 8):
-                                G[i, j] = X[bx, i * (n // 8) + j]
-                            T.reduce_sum(G, r, dim=1)
-                            T.copy(r, S[bx, 0:8])
+                        tile_work(X, Y, S, F, G, r, bx)
                     else:
                         Y[bx, n + tx - s] = X[bx, n + tx - s] * 2.0 - 1.0
                 elif form == "elif":
                     if tx >= s:
                         Y[bx, n + tx - s] = X[bx, n + tx - s] * 2.0 - 1.0
                     elif tx < s:
-                        T.copy(X[bx, 0:n], F)
-                        for i in T.Parallel(n):
-                            F[i] = F[i] * scale + 1.0
-                        T.copy(F, Y[bx, 0:n])
-                        if reduce:
-                            for i, j in T.Parallel(8, n // 8):
-                                G[i, j] = X[bx, i * (n // 8) + j]
-                            T.reduce_sum(G, r, dim=1)
-                            T.copy(r, S[bx, 0:8])
+                        tile_work(X, Y, S, F, G, r, bx)
                 else:  # "and" / "uniform": two branches written as separate ifs
                     if form == "and":
                         if 0 <= tx and s > tx:
-                            T.copy(X[bx, 0:n], F)
-                            for i in T.Parallel(n):
-                                F[i] = F[i] * scale + 1.0
-                            T.copy(F, Y[bx, 0:n])
-                            if reduce:
-                                for i, j in T.Parallel(8, n // 8):
-                                    G[i, j] = X[bx, i * (n // 8) + j]
-                                T.reduce_sum(G, r, dim=1)
-                                T.copy(r, S[bx, 0:8])
+                            tile_work(X, Y, S, F, G, r, bx)
                     else:
                         if tx < s and on > 0:
-                            T.copy(X[bx, 0:n], F)
-                            for i in T.Parallel(n):
-                                F[i] = F[i] * scale + 1.0
-                            T.copy(F, Y[bx, 0:n])
-                            if reduce:
-                                for i, j in T.Parallel(8, n // 8):
-                                    G[i, j] = X[bx, i * (n // 8) + j]
-                                T.reduce_sum(G, r, dim=1)
-                                T.copy(r, S[bx, 0:8])
+                            tile_work(X, Y, S, F, G, r, bx)
                     if tx >= s and tx < threads:
                         Y[bx, n + tx - s] = X[bx, n + tx - s] * 2.0 - 1.0
 
