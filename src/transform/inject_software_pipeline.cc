@@ -340,9 +340,6 @@ class SoftwarePipeline : public IRMutator {
       return "the block is not a 1-D block of whole warpgroups";
     if (tma_pipelines_ > 0) return "another loop of the kernel has the TMA pipeline (one per kernel)";
     if (std::string why = why_not_nested(); !why.empty()) return why;
-    // Not yet run on a GPU from a start known only at run time (a causal backward's first
-    // query tile below the diagonal): such loops keep cp.async until it is.
-    if (!const_int(loop->min)) return "the loop starts at a run-time value";
     bool gemm = false;
     for (size_t i = 0; i < stmts.size(); ++i) gemm = gemm || (!is_producer[i] && contains_gemm(stmts[i]));
     if (!gemm) return "no T.gemm consumes the copies";
@@ -445,11 +442,13 @@ class SoftwarePipeline : public IRMutator {
     Stmt epilogue;  // after the loop: what the consumers still owe of the last iteration
     last_overlap_ = false;
     if (Overlap o = find_overlap(consumers, staged, S); o.g1 >= 0 && !hoist) {
-      // The last T.gemm of an iteration (O += P V) and the statements before it that only
-      // update O run one iteration behind, asynchronously: iteration i issues its first
-      // T.gemm (S = Q K^T), then the previous iteration's O update and last T.gemm, waits
-      // for the first only, and runs the softmax while the last one still occupies the
-      // tensor cores; it waits for that one before it writes P again.
+      // The last T.gemm of an iteration (O += P V) runs one iteration behind,
+      // asynchronously: iteration i issues its first T.gemm (S = Q K^T), then the previous
+      // iteration's last T.gemm, waits for the first only, and runs the softmax while the
+      // last one still occupies the tensor cores; it waits for that one before it writes P
+      // again. The statements before the last T.gemm that only update O (the rescale) run
+      // at the end of their own iteration, after that wait: run just before the product,
+      // with S = Q K^T in flight, ptxas waits there for every group (C7517).
       auto async = [&](const Stmt& st) {
         auto* op = as<TileOpNode>(st);
         Attrs attrs = op->attrs;
@@ -460,16 +459,15 @@ class SoftwarePipeline : public IRMutator {
       Expr i_prev = sub(i, c(1), sp);
       Expr slot_prev = floormod(i_prev, c(S), sp);
       auto stage1 = [&](const Expr& index, const Expr& at_slot) {
-        std::vector<Stmt> out;
-        for (size_t k = o.p_write + 1; k < consumers.size(); ++k)
-          out.push_back(k == size_t(o.g1) ? async(consumers[k]) : consumers[k]);
+        std::vector<Stmt> out(consumers.begin() + o.g1 + 1, consumers.end());
+        out.insert(out.begin(), async(consumers[o.g1]));
         return AddStage(staged, at_slot).mutate(substitute(make_seq(out, sp), {{loop->var.get(), index}}));
       };
       std::vector<Stmt> pre(consumers.begin(), consumers.begin() + o.g0);
       pre.push_back(async(consumers[o.g0]));
       std::vector<Stmt> mid(consumers.begin() + o.g0 + 1, consumers.begin() + o.p_write);
+      // The P write, then this iteration's O updates.
       std::vector<Stmt> tail(consumers.begin() + o.p_write, consumers.begin() + o.g1);
-      tail.erase(tail.begin() + 1, tail.end());  // the P write; the O updates went to stage1
       Expr later = binary(BinaryOp::GE, i, c(1), sp);
       Stmt wait_first = std::make_shared<IfThenElseNode>(later, call_stmt("wait_wgmma", {c(1)}, sp),
                                                          call_stmt("wait_wgmma", {c(0)}, sp), sp);
@@ -709,9 +707,11 @@ class SoftwarePipeline : public IRMutator {
     if (attr_int(*g1, "wg_wait", 0) != 0 || attr_int(*g0, "wg_wait", 0) != 0) return none;
     // Only where the last T.gemm is the narrower one (attention with head dim 64 against
     // key tiles of 128): measured on the H200 (benchmarks/RESULTS.md, run 29) the overlap
-    // gave +5-9% there and cost 4-9% where both are as wide (head dim 128).
+    // gave +5-9% there and cost 4-9% where both are as wide (head dim 128). With two
+    // consumer warpgroups taking turns (tl.enable_warpgroup_pingpong) at any width: the
+    // turns are built on this schedule (transform/pingpong_warpgroups.h).
     const int64_t *o_cols = const_int(O->shape.back()), *s_cols = const_int(g0->regions[2].buffer->shape.back());
-    if (!o_cols || !s_cols || *o_cols >= *s_cols) return none;
+    if (!o_cols || !s_cols || (*o_cols >= *s_cols && !target_.enable_pingpong)) return none;
     int p_write = -1;
     for (int k = 0; k < gemms[1]; ++k)
       if (buffers_written(body[k]).count(P.get())) {

@@ -88,7 +88,15 @@ class Pingpong : public IRMutator {
       if (!call_of(st) && !as<ForNode>(st) && contains_call(st, "wgmma")) ++nested_wgmma;
       if (as<ForNode>(st) && !contains_call(st, "wgmma")) ++cuda_core_work;
     }
-    if (fences.empty() || fences.size() != commits.size() || nested_wgmma) return s;
+    // The last product one iteration behind (inject_software_pipeline's overlap): one group
+    // at the top level (S = Q K^T), then a branch `if k >= 1` that issues the previous
+    // iteration's P V, and no wait between them.
+    size_t behind = seq->seq.size();
+    for (size_t i = 0; i < seq->seq.size(); ++i)
+      if (as<IfThenElseNode>(seq->seq[i]) && contains_call(seq->seq[i], "wgmma_commit")) behind = i;
+    const bool overlapped = fences.size() == 1 && commits.size() == 1 && nested_wgmma == 1 &&
+                            behind < seq->seq.size() && behind > commits[0];
+    if (fences.empty() || fences.size() != commits.size() || (nested_wgmma && !overlapped)) return s;
     // Only work on the CUDA cores between the matrix multiplies gains from the turns (a
     // GEMM's loop, wgmma alone, keeps both warpgroups' groups in flight instead).
     if (!cuda_core_work) return s;
@@ -98,8 +106,41 @@ class Pingpong : public IRMutator {
       report.push_back(where + "the consumer warpgroups do not take turns (no two named barrier ids left)");
       return s;
     }
-    if (fences.size() < 2) return s;  // one group: nothing to pair across iterations
     Span sp = n->span;
+    if (overlapped) {
+      // FlashAttention-3's schedule: a turn covers issuing only, this iteration's S = Q K^T
+      // and the previous one's P V; the turn is passed before any wait, so this
+      // warpgroup's softmax runs while its own P V and the other warpgroup's two groups
+      // occupy the tensor cores.
+      // The pass goes into both branches of the wait that follows (`if k >= 1: wait(1)
+      // else: wait(0)`): a statement between the branch that issues P V and that test
+      // keeps ptxas from joining the two branches, and the join's copies of O's registers
+      // while P V is in flight make it serialise every wgmma (C7514).
+      Stmt pass = call_stmt("warpgroup_turn_pass", {c(first)}, sp);
+      auto* wait_branch = behind + 1 < seq->seq.size() ? as<IfThenElseNode>(seq->seq[behind + 1]) : nullptr;
+      const bool into_wait = wait_branch && wait_branch->else_case && is_call(wait_branch->then_case, "wait_wgmma") &&
+                             is_call(wait_branch->else_case, "wait_wgmma");
+      std::vector<Stmt> body;
+      for (size_t i = 0; i < seq->seq.size(); ++i) {
+        if (i == fences.front()) body.push_back(call_stmt("warpgroup_turn_wait", {c(first)}, sp));
+        if (into_wait && i == behind + 1) {
+          body.push_back(std::make_shared<IfThenElseNode>(wait_branch->cond, make_seq({pass, wait_branch->then_case}, sp),
+                                                          make_seq({pass, wait_branch->else_case}, sp), sp));
+          continue;
+        }
+        body.push_back(seq->seq[i]);
+        if (i == behind && !into_wait) body.push_back(pass);
+      }
+      Stmt loop = std::make_shared<ForNode>(n->var, n->min, n->extent, n->for_kind, make_seq(body, sp), n->attrs, sp);
+      report.push_back(where + "the two consumer warpgroups take turns on the tensor cores (each turn issues one "
+                               "iteration's first wgmma group and the previous iteration's last, and passes before "
+                               "waiting; named barriers " + std::to_string(first) + " and " +
+                       std::to_string(first + 1) + ")");
+      return make_seq({call_stmt("warpgroup_turn_open", {c(first)}, sp), loop,
+                       call_stmt("warpgroup_turn_close", {c(first)}, sp)},
+                      sp);
+    }
+    if (fences.size() < 2) return s;  // one group: nothing to pair across iterations
     // A warpgroup's turn runs from its last group of one iteration to its first group of
     // the next (FlashAttention-3's pairing): the turn is taken before the last group and
     // passed on after the next iteration's first group is committed, so the softmax that

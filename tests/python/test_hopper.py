@@ -657,11 +657,61 @@ def test_attention_pv_runs_one_iteration_behind(causal):
     assert before.rindex("tl::wgmma_wait<0>();") < before.rindex("fence_operand(reinterpret_cast<int*>(&probs[0])")
     assert loop.index("*>(&probs[", release) > release  # P is written after the wait and the release
     assert loop.count("tl::wgmma_commit();") == 3  # two in the loop, the last P V after it
+    # O's rescale runs at the end of its own iteration, after the last wait (before the
+    # product of the next iteration, with S = Q K^T in flight, ptxas waited there: C7517);
+    # the wait for S leaves P V's registers (O, P) alone.
+    in_loop = loop[:loop.rindex("tl::wgmma_commit();")]  # up to the last P V, after the loop
+    assert in_loop.rindex("tl::wgmma_wait<0>();") < in_loop.rindex("* rescale[")
+    first_wait = loop.index("tl::wgmma_wait<1>();")
+    in_flight_wait = loop[first_wait:loop.index("} else {", first_wait)]
+    assert "&scores[0]" in in_flight_wait and "&acc_o[0]" not in in_flight_wait and "probs" not in in_flight_wait
+    assert ptxas_wgmma_notes(source) == []
     sass, usage, _ = sass_of(func)
     assert "LDL" not in sass and "STL" not in sass
     plain = _C.lower(func.handle, SM90, ["tl.disable_wgmma_overlap"])
     assert "one iteration behind" not in plain.lowering_report()
     assert "tl::wgmma_wait<1>();" not in _C.codegen(plain, SM90)
+
+
+def ptxas_wgmma_notes(source):
+    """ptxas' notes on the wgmma code of a CUDA source compiled for sm_90a (C7510-C7517: a
+    wait it injected, or every wgmma serialised); skips the test without NVRTC."""
+    from sass import nvrtc_reason
+    from tilelang.jit.kernel import _include_dir
+    if nvrtc_reason():
+        pytest.skip(f"NVRTC is not available: {nvrtc_reason()}")
+    _, log = _C.nvrtc_compile(source, "kernel.cu", "sm_90a", [_include_dir()], False, True)
+    return [line for line in log.splitlines() if "(C751" in line]
+
+
+@pytest.mark.parametrize("dim", [64, 128])
+def test_attention_warpgroups_take_turns_around_issue(dim):
+    """With tl.enable_warpgroup_pingpong the loop takes FlashAttention-3's schedule: P V one
+    iteration behind at any head dim, and the two consumer warpgroups take turns only to
+    issue (S = Q K^T of this iteration, P V of the last); the turn is passed before the wait
+    for S, inside both of its branches, so ptxas neither serialises the products nor waits
+    where the compiler did not."""
+    sys.path.insert(0, __import__("os").path.dirname(__file__))
+    from kernels.attention import flash_attention_fwd
+    on = ["tl.enable_warpgroup_pingpong"]
+    func = flash_attention_fwd(1, 2, 512, dim, False, block_M=128, block_N=128, num_stages=2, threads=256)
+    lowered = _C.lower(func.handle, SM90, on)
+    report = lowered.lowering_report()
+    assert "its last T.gemm runs one iteration behind" in report
+    assert "take turns on the tensor cores (each turn issues one iteration's first wgmma group and the previous " \
+        "iteration's last, and passes before waiting; named barriers" in report
+    assert "barrier protocol checked" in report
+    source = _C.codegen(lowered, SM90)
+    loop = source[source.index("tl::warpgroup_turn_open("):source.index("tl::warpgroup_turn_close(")]
+    commits = [i for i in range(len(loop)) if loop.startswith("tl::wgmma_commit();", i)]
+    passes = [i for i in range(len(loop)) if loop.startswith("tl::warpgroup_turn_pass(", i)]
+    assert len(commits) == 2 and len(passes) == 2 and loop.count("tl::warpgroup_turn_wait(") == 1
+    assert loop.index("tl::warpgroup_turn_wait(") < commits[0] < commits[1] < passes[0]
+    assert loop.index("tl::wgmma_wait<1>();") > passes[0] and loop.index("tl::wgmma_wait<0>();") > passes[1]
+    assert ptxas_wgmma_notes(source) == []
+    sass, _, _ = sass_of(func, on)
+    hgmma, waits = len(re.findall(r"\bHGMMA\.", sass)), sass.count("WARPGROUP.DEPBAR")
+    assert "LDL" not in sass and waits * 4 <= hgmma, (hgmma, waits)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -752,6 +802,28 @@ def test_attention_on_the_hopper_path_numerics(target, rng, case):
     np.testing.assert_allclose(out, ref, rtol=2e-2, atol=2e-2)
     # fp16 outputs of float32 arithmetic: a race (a tile read before all its writes) shows
     # as a relative error far above the rounding's ~1e-4.
+    rel = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+    assert rel < 1e-3, rel
+
+
+@pytest.mark.parametrize("dim", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_with_warpgroup_turns_numerics(target, rng, dim, causal):
+    """FlashAttention-3's schedule (tl.enable_warpgroup_pingpong: P V one iteration behind,
+    turns to issue) against the reference, with trip counts that differ per block (causal)."""
+    _gpu_only(target)
+    import os
+    sys.path.insert(0, os.path.dirname(__file__))
+    from kernels.attention import flash_attention_fwd
+    from test_kernels import _attention_reference
+    b, h, s = 2, 2, 640
+    kernel = tilelang.compile(flash_attention_fwd(b, h, s, dim, causal, block_M=128, block_N=128, num_stages=2,
+                                                  threads=256), out_idx=[3], target=target,
+                              pass_configs={"tl.enable_warpgroup_pingpong": True})
+    assert hopper_path_forced_off() or "take turns" in kernel.get_lowering_report()
+    q, k, v = (rng.standard_normal((b, s, h, dim)).astype(np.float16) for _ in range(3))
+    out = np.asarray(kernel(q, k, v)).astype(np.float64)
+    ref = _attention_reference(q, k, v, causal)
     rel = np.linalg.norm(out - ref) / np.linalg.norm(ref)
     assert rel < 1e-3, rel
 

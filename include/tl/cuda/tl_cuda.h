@@ -608,6 +608,15 @@ TL_DEVICE void warpgroup_turn_first(int first) {
 TL_DEVICE void warpgroup_turn_last(int first) {
   if (consumer_warpgroup() == 0) named_barrier_arrive(first + 1, 256);
 }
+// The same turns where each iteration waits first and passes after (the turn covers
+// issuing only): warpgroup 1 gives warpgroup 0 its first turn before the loop, and
+// warpgroup 0 takes warpgroup 1's last pass after it.
+TL_DEVICE void warpgroup_turn_open(int first) {
+  if (consumer_warpgroup() == 1) named_barrier_arrive(first, 256);
+}
+TL_DEVICE void warpgroup_turn_close(int first) {
+  if (consumer_warpgroup() == 0) named_barrier_sync(first, 256);
+}
 #undef TL_SM90
 
 }  // namespace tl

@@ -308,6 +308,8 @@ class CodeGenCUDA : public Emitter {
   void emit_kernel(const KernelSite& site, const std::string& name) {
     const KernelNode* k = site.kernel;
     current_kernel_ = k;
+    committed_groups_.clear();
+    group_buffers_.clear();
     spills_ = per_thread_array_bytes(*k) > kCudaRegisterBytes;
     check_kernel_shape(k);
     SharedMemoryUse plan = shared_memory_use(k);
@@ -636,7 +638,7 @@ class CodeGenCUDA : public Emitter {
            op == "cluster_arrive_relaxed" || op == "cluster_wait" || op == "cluster_sync" ||
            op == "fence_barrier_init" || op == "mbarrier_arrive_remote" || op == "mbarrier_arrive_cluster" ||
            op == "warpgroup_turn_wait" || op == "warpgroup_turn_pass" || op == "warpgroup_turn_first" ||
-           op == "warpgroup_turn_last";
+           op == "warpgroup_turn_last" || op == "warpgroup_turn_open" || op == "warpgroup_turn_close";
   }
 
   Code float_min_max(bool is_max, DataType t, const Code& a, const Code& b, Span span) override {
@@ -1001,6 +1003,7 @@ class CodeGenCUDA : public Emitter {
       auto* acc = as<BufferLoadNode>(call->args.at(wait ? 1 : 0));
       int64_t count = const_arg(call, wait ? 2 : 1, "register count");
       if (!acc) fail(ErrorKind::Internal, call->span, "internal: " + op + " takes the accumulator's first register");
+      if (!wait) group_buffers_.insert(acc->buffer.get());
       std::string first = element(acc->buffer, acc->indices, acc->span);
       if (wait) line("tl::wgmma_wait<" + std::to_string(const_arg(call, 0, "group count")) + ">();");
       line("#pragma unroll");
@@ -1101,7 +1104,7 @@ class CodeGenCUDA : public Emitter {
       return;
     }
     if (op == "warpgroup_turn_wait" || op == "warpgroup_turn_pass" || op == "warpgroup_turn_first" ||
-        op == "warpgroup_turn_last") {
+        op == "warpgroup_turn_last" || op == "warpgroup_turn_open" || op == "warpgroup_turn_close") {
       if (dialect_) dialect_->require("named barriers", call->span);
       line("tl::" + op + "(" + std::to_string(const_arg(call, 0, "barrier id")) + ");");
       return;
@@ -1115,16 +1118,25 @@ class CodeGenCUDA : public Emitter {
     if (op == "wait_wgmma") {
       if (dialect_) dialect_->require("wgmma", call->span);
       // T.wait_wgmma(n): the wait, then every wgmma accumulator of the kernel fenced, since
-      // any of them may be read next.
+      // any of them may be read next, except those of the n groups committed last (in
+      // program order), which stay in flight: touching their registers before they
+      // complete makes ptxas wait for them there (C7517) or serialise every wgmma (C7514).
+      const int64_t in_flight_groups = const_arg(call, 0, "group count");
+      std::set<const BufferNode*> in_flight;
+      for (size_t g = committed_groups_.size(); g-- > 0 && committed_groups_.size() - g <= size_t(in_flight_groups);)
+        in_flight.insert(committed_groups_[g].begin(), committed_groups_[g].end());
       std::vector<std::pair<std::string, int64_t>> accs;
+      bool any = false;
       for_each_expr(current_kernel_->body, [&](const ExprNode* e) {
         auto* c = dynamic_cast<const CallNode*>(e);
         if (!c || c->op != "wgmma_fence") return;
         auto* acc = as<BufferLoadNode>(c->args[0]);
+        any = true;
+        if (in_flight.count(acc->buffer.get())) return;
         accs.push_back({element(acc->buffer, acc->indices, acc->span), const_arg(c, 1, "register count")});
       });
-      if (accs.empty()) return;  // the kernel's gemms completed inside T.gemm
-      line("tl::wgmma_wait<" + std::to_string(const_arg(call, 0, "group count")) + ">();");
+      if (!any) return;  // the kernel's gemms completed inside T.gemm
+      line("tl::wgmma_wait<" + std::to_string(in_flight_groups) + ">();");
       for (auto& [first, count] : accs) {
         line("#pragma unroll");
         line("for (int tl_i = 0; tl_i < " + std::to_string(count) + "; ++tl_i) tl::fence_operand((&" + first + ")[tl_i]);");
@@ -1136,7 +1148,8 @@ class CodeGenCUDA : public Emitter {
         auto* c = dynamic_cast<const CallNode*>(e);
         if (!c || c->op != "wgmma" || c->args.size() < 2) return;
         auto* a = as<BufferLoadNode>(c->args[1]);
-        if (!a || !a->buffer->is_local() || !seen.insert(a->buffer.get()).second) return;
+        if (!a || !a->buffer->is_local() || in_flight.count(a->buffer.get()) || !seen.insert(a->buffer.get()).second)
+          return;
         int64_t elems = 1;
         for (auto& d : a->buffer->shape) elems *= *const_int(d);
         int64_t words = elems * a->buffer->dtype.bits / 32;
@@ -1148,6 +1161,8 @@ class CodeGenCUDA : public Emitter {
     }
     if (op == "wgmma_commit") {
       require_arch(90, call->span, "wgmma");
+      committed_groups_.push_back(std::move(group_buffers_));
+      group_buffers_.clear();
       line("tl::wgmma_commit();");
       return;
     }
@@ -1191,6 +1206,7 @@ class CodeGenCUDA : public Emitter {
     const std::string& in = types->value;
     bool half = in == "f16" || in == "bf16";
     auto* a_reg = as<BufferLoadNode>(call->args[1]);
+    if (a_reg) group_buffers_.insert(a_reg->buffer.get());
     int64_t regs = f16_acc ? n / 4 : n / 2;
     std::string first = element(acc->buffer, acc->indices, acc->span);
     std::string ins = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k" + (half ? "16" : "32") + "." +
@@ -1335,6 +1351,11 @@ class CodeGenCUDA : public Emitter {
   PrimFunc func_;
   std::vector<std::pair<const CudaKernelParam*, std::string>> tensor_maps_;  // this kernel's, with their names
   const KernelNode* current_kernel_ = nullptr;
+  // The register buffers (accumulators, A operands) of the wgmma groups committed so far in
+  // the kernel, in program order, and of the group being issued: T.wait_wgmma(n) leaves the
+  // last n groups' registers alone.
+  std::vector<std::set<const BufferNode*>> committed_groups_;
+  std::set<const BufferNode*> group_buffers_;
   bool spills_ = false;  // the kernel's per-thread arrays exceed the registers
   CudaCodegenOptions opts_;
   const GpuDialect* dialect_ = nullptr;  // null: CUDA
