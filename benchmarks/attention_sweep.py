@@ -46,7 +46,10 @@ def main():
     ap.add_argument("--label", required=True)
     ap.add_argument("--refs", action="store_true")
     ap.add_argument("--pass-configs", default="{}", help="JSON dict of pass configs for every kernel")
+    ap.add_argument("--configs", default=None, help="JSON list of [block_M, block_N, stages, threads] (default: all)")
+    ap.add_argument("--schedule", default=None, help="JSON dict of T.Pipelined's order / stage / group (ours only)")
     args = ap.parse_args()
+    configs = [tuple(c) for c in json.loads(args.configs)] if args.configs else CONFIGS
     pass_configs = json.loads(args.pass_configs)
     os.environ["TILELANG_DISABLE_CACHE"] = "1"
     if hasattr(tilelang, "disable_cache"):
@@ -66,12 +69,13 @@ def main():
         flops = 4 * b * h * s * s * d * (0.5 if causal else 1.0)
         kind = f"fa fwd d{d}{' causal' if causal else ''}"
         shape = f"b{b} h{h} s{s}"
-        for cfg in CONFIGS:
+        for cfg in configs:
             bm, bn, stages, threads = cfg
             try:
                 t0 = time.perf_counter()
+                sched = {"schedule": json.loads(args.schedule)} if args.schedule else {}
                 kern = tilelang.compile(flash_attention_fwd(b, h, s, d, causal, block_M=bm, block_N=bn,
-                                                            num_stages=stages, threads=threads),
+                                                            num_stages=stages, threads=threads, **sched),
                                         out_idx=[-1], target="cuda", **({"pass_configs": pass_configs} if pass_configs else {}))
                 compile_s = time.perf_counter() - t0
                 err = rel_err(kern(q, k, v), expected)

@@ -307,7 +307,12 @@ class SoftwarePipeline : public IRMutator {
         line += "; its last T.gemm runs one iteration behind, asynchronously, overlapping the next iteration's "
                 "work until P is written again";
       if (target_.kind == "hip") line += " (plain loads and stores into LDS: no asynchronous copies on hip)";
-      if (n->attrs.count("order") || n->attrs.count("stage"))
+      if (asked_behind_ && last_overlap_)
+        line += " (as its stage list asks; copies by the producer, otherwise the compiler's own order)";
+      else if (asked_behind_)
+        line += " (its stage list asks for the last T.gemm a stage behind: not done, the body is not attention's "
+                "two products with P written between them; the compiler's own order)";
+      else if (n->attrs.count("order") || n->attrs.count("stage"))
         line += " (order/stage given: scheduled copies first, the compiler's own order)";
       report.push_back(line);
       return out;
@@ -576,6 +581,7 @@ class SoftwarePipeline : public IRMutator {
   Stmt pipeline(const ForNode* loop, const Stmt& body, int64_t S, const std::string& where) {
     Span sp = loop->span;
     std::vector<Stmt> stmts = statements_with_lets_inlined(body, kernel_writes_);
+    asked_behind_ = asks_last_gemm_behind(loop, stmts);
     auto inner_vars = vars_bound_in(make_seq(stmts, sp));
     std::vector<std::unordered_set<const BufferNode*>> writes;
     for (auto& x : stmts) writes.push_back(buffers_written(x));
@@ -688,6 +694,19 @@ class SoftwarePipeline : public IRMutator {
     int g0 = -1, g1 = -1;
     size_t p_write = 0;
   };
+  // Whether T.Pipelined's stage list (one entry per statement, groups expanded by the front
+  // end) puts the last T.gemm of the body in a later stage than the first: upstream's way of
+  // asking for attention's P V one iteration behind (stage=[-1, 0, 0, 1, -1, 1]).
+  static bool asks_last_gemm_behind(const ForNode* loop, const std::vector<Stmt>& stmts) {
+    auto it = loop->attrs.find("stage");
+    auto* stage = it == loop->attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
+    if (!stage || stage->size() != stmts.size()) return false;
+    std::vector<size_t> gemms;
+    for (size_t k = 0; k < stmts.size(); ++k)
+      if (auto* op = as<TileOpNode>(stmts[k]); op && op->op == "gemm") gemms.push_back(k);
+    return gemms.size() >= 2 && (*stage)[gemms.back()] > (*stage)[gemms.front()];
+  }
+
   Overlap find_overlap(const std::vector<Stmt>& body, const std::unordered_map<const BufferNode*, Buffer>& staged,
                        int64_t S) const {
     Overlap none;
@@ -709,9 +728,10 @@ class SoftwarePipeline : public IRMutator {
     // key tiles of 128): measured on the H200 (benchmarks/RESULTS.md, run 29) the overlap
     // gave +5-9% there and cost 4-9% where both are as wide (head dim 128). With two
     // consumer warpgroups taking turns (tl.enable_warpgroup_pingpong) at any width: the
-    // turns are built on this schedule (transform/pingpong_warpgroups.h).
+    // turns are built on this schedule (transform/pingpong_warpgroups.h). And where the
+    // program's stage list asks for it.
     const int64_t *o_cols = const_int(O->shape.back()), *s_cols = const_int(g0->regions[2].buffer->shape.back());
-    if (!o_cols || !s_cols || (*o_cols >= *s_cols && !target_.enable_pingpong)) return none;
+    if (!o_cols || !s_cols || (*o_cols >= *s_cols && !target_.enable_pingpong && !asked_behind_)) return none;
     int p_write = -1;
     for (int k = 0; k < gemms[1]; ++k)
       if (buffers_written(body[k]).count(P.get())) {
@@ -768,6 +788,7 @@ class SoftwarePipeline : public IRMutator {
   bool multicasts_ = false;  // the kernel's TMA pipeline multicasts across its cluster
   std::unordered_set<const BufferNode*> kernel_writes_;  // every buffer the kernel writes
   StorageAliases aliases_;                               // buffers sharing storage (T.reshape / T.view)
+  bool asked_behind_ = false;  // the loop's stage list puts its last T.gemm a stage behind
   bool last_overlap_ = false;  // the last pipeline's final T.gemm runs one iteration behind
   bool last_tma_ = false;
   BufferUses uses_;

@@ -673,6 +673,37 @@ def test_attention_pv_runs_one_iteration_behind(causal):
     assert "tl::wgmma_wait<1>();" not in _C.codegen(plain, SM90)
 
 
+def test_attention_stage_list_puts_pv_behind():
+    """T.Pipelined's stage list (upstream's way to ask for P V one iteration behind, with
+    groups of statements) is honoured where the compiler would not choose it itself (head
+    dim 128); a stage list that asks for nothing of the kind leaves the compiler's order."""
+    sys.path.insert(0, __import__("os").path.dirname(__file__))
+    from kernels.attention import flash_attention_fwd
+    # Statements: K copy | clear, Q K^T | softmax (7) | O rescale | V copy | P V.
+    groups = [[0], [1, 2], [3, 4, 5, 6, 7, 8, 9], [10], [11], [12]]
+    asked = {"order": [-1, 0, 3, 1, -1, 2], "stage": [-1, 0, 0, 1, -1, 1], "group": groups}
+    func = flash_attention_fwd(1, 2, 512, 128, False, block_M=128, block_N=128, num_stages=2, threads=256,
+                               schedule=asked)
+    report = _C.lower(func.handle, SM90).lowering_report()
+    assert "its last T.gemm runs one iteration behind" in report and "as its stage list asks" in report, report
+    flat = dict(asked, stage=[-1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, -1, 1], order=list(range(13)))
+    del flat["group"]
+    assert "as its stage list asks" in _C.lower(flash_attention_fwd(
+        1, 2, 512, 128, False, block_M=128, block_N=128, num_stages=2, threads=256, schedule=flat).handle,
+        SM90).lowering_report()
+    same = dict(asked, stage=[-1, 0, 0, 0, -1, 0])
+    report = _C.lower(flash_attention_fwd(1, 2, 512, 128, False, block_M=128, block_N=128, num_stages=2,
+                                          threads=256, schedule=same).handle, SM90).lowering_report()
+    assert "one iteration behind" not in report and "order/stage given" in report
+    from tilelang.errors import TileLangTypeError
+    with pytest.raises(TileLangTypeError, match="group puts statement 2 in groups 1 and 2"):
+        flash_attention_fwd(1, 2, 512, 128, False, block_M=128, block_N=128, num_stages=2, threads=256,
+                            schedule=dict(asked, group=[[0], [1, 2], [2, 3], [10], [11], [12]]))
+    with pytest.raises(TileLangTypeError, match="group has 5 groups but order / stage have 6 entries"):
+        flash_attention_fwd(1, 2, 512, 128, False, block_M=128, block_N=128, num_stages=2, threads=256,
+                            schedule=dict(asked, group=groups[:5]))
+
+
 def ptxas_wgmma_notes(source):
     """ptxas' notes on the wgmma code of a CUDA source compiled for sm_90a (C7510-C7517: a
     wait it injected, or every wgmma serialised); skips the test without NVRTC."""

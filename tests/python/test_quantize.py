@@ -511,6 +511,18 @@ def test_lop3_source_compiles_for_sm90_with_the_fast_path():
     assert "LOP3" in sass and "HFMA2" in sass  # the f16x2 arithmetic of the fast path
 
 
+def test_decode_sources_compile_for_hip():
+    """The same source through hipcc (gfx90a): the plain decode, no PTX."""
+    from tilelang.jit.hip import hipcc_compile, hipcc_path
+    from tilelang.jit.kernel import _include_dir
+    if hipcc_path() is None:
+        pytest.skip("hipcc is not installed")
+    for func in (decode_kernel(), mxfp_kernel("bfloat16")):
+        source = _C.codegen(_C.lower(func.handle, "hip -arch=gfx90a"), "hip -arch=gfx90a")
+        assert "lop3" in source  # present in the text, compiled out for HIP
+        assert hipcc_compile(source, "gfx90a", _include_dir(), assembly=True)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("portable", [False, True], ids=["fast", "plain"])
 def test_lop3_decodes_on_gpu(rng, portable):

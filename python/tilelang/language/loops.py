@@ -38,7 +38,39 @@ def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None,
         attrs["order"] = [_python_int(x, "order entries") for x in order]
     if stage is not None:
         attrs["stage"] = [_python_int(x, "stage entries") for x in stage]
+    if group is not None:
+        # order / stage give one entry per group of statements: the compiler reads one entry
+        # per statement of the body.
+        members = _groups(group, len(attrs.get("order", attrs.get("stage", []))))
+        for key in ("order", "stage"):
+            if key in attrs:
+                per_statement = [None] * (max(members) + 1 if members else 0)
+                for s, g in members.items():
+                    per_statement[s] = attrs[key][g]
+                if None in per_statement:
+                    raise ValueError(f"T.Pipelined: group leaves statement {per_statement.index(None)} of the loop "
+                                     "body out (every statement up to the last one named belongs to one group)")
+                attrs[key] = per_statement
     return LoopSpec("pipelined", [rng], attrs)
+
+
+def _groups(group, entries):
+    """{statement index: group index} of T.Pipelined's group argument (a list of lists of
+    statement indices, one list per order / stage entry)."""
+    if not isinstance(group, (list, tuple)) or not all(isinstance(g, (list, tuple)) for g in group):
+        raise TypeError(f"T.Pipelined: group must be a list of lists of statement indices, got {group!r}")
+    if entries and len(group) != entries:
+        raise ValueError(f"T.Pipelined: group has {len(group)} groups but order / stage have {entries} entries")
+    members = {}
+    for g, stmts in enumerate(group):
+        for s in stmts:
+            s = _python_int(s, "group entries")
+            if s < 0:
+                raise ValueError(f"T.Pipelined: group names statement {s}; statement indices start at 0")
+            if s in members:
+                raise ValueError(f"T.Pipelined: group puts statement {s} in groups {members[s]} and {g}")
+            members[s] = g
+    return members
 
 
 def Persistent(domain, wave_size, index, group_size=8):

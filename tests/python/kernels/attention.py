@@ -6,7 +6,7 @@ LOG2E = 1.4426950408889634
 
 
 def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
-                        dtype="float16", num_stages=1, threads=128):
+                        dtype="float16", num_stages=1, threads=128, schedule=None):
     """O = softmax(Q K^T / sqrt(dim) [+ causal mask]) V, one block per
     (query tile, head, batch).
 
@@ -14,7 +14,8 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
     a pipelined loop. Scores are kept in base-2: s * log2(e) / sqrt(dim), so
     exp2 replaces exp. The running row maximum and row sum rescale the output
     accumulator after every key tile. Key positions past seq_len (when
-    block_N does not divide it) are masked with -inf.
+    block_N does not divide it) are masked with -inf. `schedule`: T.Pipelined's order /
+    stage / group arguments.
     """
     scale = (1.0 / dim) ** 0.5 * LOG2E
     shape = (batch, seq_len, heads, dim)
@@ -51,7 +52,7 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
                 T.min(T.ceildiv(seq_len, block_N), T.ceildiv((bx + 1) * block_M, block_N))
                 if is_causal else T.ceildiv(seq_len, block_N))
 
-            for k in T.Pipelined(n_key_tiles, num_stages=num_stages):
+            for k in T.Pipelined(n_key_tiles, num_stages=num_stages, **(schedule or {})):
                 T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)
                 # Start the scores at 0 where attention is allowed, -inf where not.
                 if is_causal:
