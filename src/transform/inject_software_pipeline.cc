@@ -310,8 +310,9 @@ class SoftwarePipeline : public IRMutator {
       if (asked_behind_ && last_overlap_)
         line += " (as its stage list asks; copies by the producer, otherwise the compiler's own order)";
       else if (asked_behind_)
-        line += " (its stage list asks for the last T.gemm a stage behind: not done, the body is not attention's "
-                "two products with P written between them; the compiler's own order)";
+        line += " (its stage list asks for the last T.gemm a stage behind: not done, measured slower where both "
+                "products are as wide (H100, head dim 128: 479 vs 568 TFLOP/s) or the body is not attention's two "
+                "products with P written between them; the compiler's own order)";
       else if (n->attrs.count("order") || n->attrs.count("stage"))
         line += " (order/stage given: scheduled copies first, the compiler's own order)";
       report.push_back(line);
@@ -447,13 +448,18 @@ class SoftwarePipeline : public IRMutator {
     Stmt epilogue;  // after the loop: what the consumers still owe of the last iteration
     last_overlap_ = false;
     if (Overlap o = find_overlap(consumers, staged, S); o.g1 >= 0 && !hoist) {
-      // The last T.gemm of an iteration (O += P V) runs one iteration behind,
-      // asynchronously: iteration i issues its first T.gemm (S = Q K^T), then the previous
-      // iteration's last T.gemm, waits for the first only, and runs the softmax while the
-      // last one still occupies the tensor cores; it waits for that one before it writes P
-      // again. The statements before the last T.gemm that only update O (the rescale) run
-      // at the end of their own iteration, after that wait: run just before the product,
-      // with S = Q K^T in flight, ptxas waits there for every group (C7517).
+      // The last T.gemm of an iteration (O += P V) and the statements before it that only
+      // update O (the rescale) run one iteration behind, asynchronously: iteration i issues
+      // its first T.gemm (S = Q K^T), then the previous iteration's O update and last
+      // T.gemm, waits for the first only, and runs the softmax while the last one still
+      // occupies the tensor cores; it waits for that one before it writes P again.
+      // With two warpgroups taking turns (tl.enable_warpgroup_pingpong), the O update runs
+      // at the end of its own iteration instead, so that a turn only issues: just before
+      // the product, with S = Q K^T in flight, ptxas waits for every group (C7517). Measured
+      // on the H100 (benchmarks/RESULTS.md, 2026-12-07) that move alone cost 14% at head dim
+      // 64 (340 vs 396 TFLOP/s): the wait ptxas adds costs less than the rescale on the
+      // critical path after the last wait.
+      const bool o_update_at_end = target_.enable_pingpong;
       auto async = [&](const Stmt& st) {
         auto* op = as<TileOpNode>(st);
         Attrs attrs = op->attrs;
@@ -464,15 +470,17 @@ class SoftwarePipeline : public IRMutator {
       Expr i_prev = sub(i, c(1), sp);
       Expr slot_prev = floormod(i_prev, c(S), sp);
       auto stage1 = [&](const Expr& index, const Expr& at_slot) {
-        std::vector<Stmt> out(consumers.begin() + o.g1 + 1, consumers.end());
-        out.insert(out.begin(), async(consumers[o.g1]));
+        std::vector<Stmt> out;
+        for (size_t k = o_update_at_end ? o.g1 : o.p_write + 1; k < consumers.size(); ++k)
+          out.push_back(k == size_t(o.g1) ? async(consumers[k]) : consumers[k]);
         return AddStage(staged, at_slot).mutate(substitute(make_seq(out, sp), {{loop->var.get(), index}}));
       };
       std::vector<Stmt> pre(consumers.begin(), consumers.begin() + o.g0);
       pre.push_back(async(consumers[o.g0]));
       std::vector<Stmt> mid(consumers.begin() + o.g0 + 1, consumers.begin() + o.p_write);
-      // The P write, then this iteration's O updates.
+      // The P write (then this iteration's O updates, where they run at the end).
       std::vector<Stmt> tail(consumers.begin() + o.p_write, consumers.begin() + o.g1);
+      if (!o_update_at_end) tail.erase(tail.begin() + 1, tail.end());
       Expr later = binary(BinaryOp::GE, i, c(1), sp);
       Stmt wait_first = std::make_shared<IfThenElseNode>(later, call_stmt("wait_wgmma", {c(1)}, sp),
                                                          call_stmt("wait_wgmma", {c(0)}, sp), sp);
@@ -726,12 +734,12 @@ class SoftwarePipeline : public IRMutator {
     if (attr_int(*g1, "wg_wait", 0) != 0 || attr_int(*g0, "wg_wait", 0) != 0) return none;
     // Only where the last T.gemm is the narrower one (attention with head dim 64 against
     // key tiles of 128): measured on the H200 (benchmarks/RESULTS.md, run 29) the overlap
-    // gave +5-9% there and cost 4-9% where both are as wide (head dim 128). With two
-    // consumer warpgroups taking turns (tl.enable_warpgroup_pingpong) at any width: the
-    // turns are built on this schedule (transform/pingpong_warpgroups.h). And where the
-    // program's stage list asks for it.
+    // gave +5-9% there and cost 4-9% where both are as wide (head dim 128); on the H100
+    // (2026-12-07) 479 vs 568 TFLOP/s at head dim 128 even where the program's stage list
+    // asks for it. With two consumer warpgroups taking turns (tl.enable_warpgroup_pingpong)
+    // at any width: the turns are built on this schedule (transform/pingpong_warpgroups.h).
     const int64_t *o_cols = const_int(O->shape.back()), *s_cols = const_int(g0->regions[2].buffer->shape.back());
-    if (!o_cols || !s_cols || (*o_cols >= *s_cols && !target_.enable_pingpong && !asked_behind_)) return none;
+    if (!o_cols || !s_cols || (*o_cols >= *s_cols && !target_.enable_pingpong)) return none;
     int p_write = -1;
     for (int k = 0; k < gemms[1]; ++k)
       if (buffers_written(body[k]).count(P.get())) {
