@@ -390,6 +390,20 @@ class BarrierPlanner {
     for (size_t d = 0; d < k->thread_vars.size() && d < k->threads.size(); ++d)
       analyzer_.bind(k->thread_vars[d].get(), 0, k->threads[d]);
     varying_.run(k);
+    // The thread indices and the names given to them (`tn = T.get_thread_binding(0)`).
+    for (auto& v : k->thread_vars) thread_names_.insert(v.get());
+    struct Names : IRVisitor {
+      std::unordered_set<const VarNode*>* names;
+      using IRVisitor::visit;
+      void visit_let(const LetStmtNode* n) override {
+        auto* call = as<CallNode>(n->value);
+        auto* var = as<VarNode>(n->value);
+        if ((call && call->op == "thread_index") || (var && names->count(var))) names->insert(n->var.get());
+        IRVisitor::visit_let(n);
+      }
+    } names;
+    names.names = &thread_names_;
+    names.visit(k->body);
     // Buffers whose allocation says a software pipeline orders their accesses itself, and
     // the byte ranges the shared-memory plan gave the others.
     struct Allocations : IRVisitor {
@@ -531,10 +545,63 @@ class BarrierPlanner {
     return !pending.empty() && trial(s, pending).events != clean;
   }
 
+  // Whether threads that run a loop body each on their own (thread-level code) can meet in a
+  // tracked buffer inside it: the body reads what it writes, and not every access is the
+  // thread's own (one dimension indexed by the same thread index in all of them). Then
+  // the body's statements are planned one by one, as upstream's thread storage sync does:
+  // `for k: for t: S[t] = A[k, t]; for t: acc += S[t]` needs a barrier between the two
+  // loops and at the end of the body, although each thread runs all of it.
+  bool shares_between_threads(const Stmt& body) const {
+    struct Uses : IRVisitor {
+      const BarrierPlanner* self;
+      std::unordered_map<const void*, std::vector<std::vector<Expr>>> indices;
+      std::unordered_set<const void*> written, read;
+      using IRVisitor::visit;
+      const void* storage(const Buffer& b) const {
+        auto it = self->shared_bytes_.find(b.get());
+        return it != self->shared_bytes_.end() ? it->second : static_cast<const void*>(b.get());
+      }
+      void use(const Buffer& b, const std::vector<Expr>& idx, bool write) {
+        if (!is_tracked(b) || self->self_synchronised_.count(b.get())) return;
+        const void* key = storage(b);
+        indices[key].push_back(idx);
+        (write ? written : read).insert(key);
+      }
+      void visit_load(const BufferLoadNode* n) override {
+        use(n->buffer, n->indices, false);
+        IRVisitor::visit_load(n);
+      }
+      void visit_store(const BufferStoreNode* n) override {
+        use(n->buffer, n->indices, true);
+        IRVisitor::visit_store(n);
+      }
+      void visit_call(const CallNode* n) override {
+        auto* target = n->args.empty() ? nullptr : as<BufferLoadNode>(n->args[0]);
+        if (target && n->op.rfind("atomic_", 0) == 0) use(target->buffer, target->indices, true);
+        IRVisitor::visit_call(n);
+      }
+    } uses;
+    uses.self = this;
+    uses.visit(body);
+    for (const void* key : uses.written) {
+      if (!uses.read.count(key)) continue;
+      const auto& all = uses.indices.at(key);
+      bool own = false;
+      for (size_t d = 0; !own && d < all.front().size(); ++d) {
+        auto* v = as<VarNode>(all.front()[d]);
+        own = v && thread_names_.count(v);
+        for (auto& idx : all) own = own && d < idx.size() && as<VarNode>(idx[d]) == v;
+      }
+      if (!own) return true;
+    }
+    return false;
+  }
+
   Stmt plan_for(const Stmt& s, const ForNode* n, AccessSet& pending) {
     bool cooperative = n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Vectorized;
     bool varying_bounds = varying_.varying(n->min) || varying_.varying(n->extent);
-    if (cooperative || varying_bounds || !has_cooperative_work(n->body)) return plan_unit(s, pending);
+    if (cooperative || varying_bounds || (!has_cooperative_work(n->body) && !shares_between_threads(n->body)))
+      return plan_unit(s, pending);
 
     // The bounds are read once, on entry, before the first iteration.
     AccessSet header = collect({n->min, n->extent});
@@ -588,7 +655,8 @@ class BarrierPlanner {
   // (or into the condition) get a barrier at the end of the body. A condition that differs
   // between threads leaves the loop one unit, as a loop with thread-dependent bounds.
   Stmt plan_while(const Stmt& s, const WhileNode* n, AccessSet& pending) {
-    if (varying_.varying(n->cond) || !has_cooperative_work(n->body)) return plan_unit(s, pending);
+    if (varying_.varying(n->cond) || (!has_cooperative_work(n->body) && !shares_between_threads(n->body)))
+      return plan_unit(s, pending);
     AccessSet header = collect({n->cond});
     Trial clean = trial(n->body, {});
     AccessSet whole_block_after;
@@ -700,6 +768,7 @@ class BarrierPlanner {
   std::unordered_set<const BufferNode*> self_synchronised_;
   std::unordered_map<const BufferNode*, const void*> shared_bytes_;
   VaryingAnalysis varying_;
+  std::unordered_set<const VarNode*> thread_names_;  // thread indices and lets bound to one
   std::vector<Event> events_;  // barriers placed so far, in order (compared by trials)
 };
 

@@ -313,6 +313,53 @@ def test_call_extern_on_cpu(by_prelude, order, region):
     assert "static inline float twice" in kernel.get_kernel_source()
 
 
+def test_call_extern_with_dtype_by_keyword():
+    """T.call_extern(func_name, *args, dtype=...) as upstream's dequantize examples write it;
+    a call without a function name is a typed error."""
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as _:
+            T.import_source(HELPERS_CPP)
+            for i in T.Parallel(64):
+                B[i] = T.call_extern("twice", A[i], dtype="float32")
+            T.call_extern("fill3", T.address_of(B[8]), 7.0, dtype="handle")
+
+    kernel = tilelang.compile(main, target="cpu")
+    a = np.random.default_rng(1).standard_normal(64).astype(np.float32)
+    b = np.zeros(64, np.float32)
+    kernel(a, b)
+    expected = 2 * a
+    expected[8:11] = 7.0
+    np.testing.assert_array_equal(b, expected)
+    from tilelang.errors import TileLangTypeError
+    with pytest.raises(TileLangTypeError, match="the function name is missing"):
+        @T.prim_func
+        def bad(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64) as _:
+                T.call_extern(dtype="handle")
+
+
+def test_block_bindings():
+    """T.get_block_binding(d) / T.get_block_bindings(): the block indices T.Kernel binds."""
+    @T.prim_func
+    def main(A: T.Tensor((4, 8), "float32")):
+        with T.Kernel(8, 4, threads=32) as (bx, by):
+            x, y = T.get_block_binding(0), T.get_block_binding(1)
+            xs = T.get_block_bindings()
+            A[y, x] = T.cast(xs[1] * 100 + xs[0], "float32")
+
+    kernel = tilelang.compile(main, target="cpu")
+    a = np.zeros((4, 8), np.float32)
+    kernel(a)
+    np.testing.assert_array_equal(a, np.arange(4)[:, None] * 100 + np.arange(8)[None, :])
+    from tilelang.errors import TileLangTypeError
+    with pytest.raises(TileLangTypeError, match=r"T.get_block_binding\(2\): the kernel has 2 grid dimension"):
+        @T.prim_func
+        def bad(A: T.Tensor((4, 8), "float32")):
+            with T.Kernel(8, 4, threads=32) as (bx, by):
+                A[0, 0] = T.cast(T.get_block_binding(2), "float32")
+
+
 def test_call_extern_for_cuda():
     """The same kernel for CUDA: the imported device functions come before the kernel, the
     calls and the bit cast are in it, and NVRTC compiles it."""

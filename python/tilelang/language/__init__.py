@@ -17,7 +17,8 @@ from .hopper import (alloc_barrier, annotate_consumer_reg_alloc, annotate_produc
                      tma_store_arrive, tma_store_wait, ws)
 from .cluster import (alloc_cluster_barrier, block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed,
                       cluster_sync, cluster_wait, copy_cluster)
-from .kernel import ClusterKernel, Kernel, get_thread_binding, get_thread_bindings, use_swizzle, wait_wgmma
+from .kernel import (ClusterKernel, Kernel, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings,
+                     use_swizzle, wait_wgmma)
 from .frames import Else, If, Then, attr
 from .loops import (Parallel, Persistent, Pipelined, Serial, grid, loop_break, serial, thread_binding, unroll,
                     vectorized)

@@ -94,12 +94,22 @@ def CUDASourceCodeKernel(*blocks, threads=None, source_code_or_path, entry_name=
     b.source_kernel = SourceKernel(grid, block, source, entry_name)
 
 
-def call_extern(dtype, func_name, *args):
+def call_extern(*args, dtype=None):
     """A call of the device (or, on the CPU target, C++) function `func_name`, which the
     program brings (T.import_source, T.Kernel(prelude=), or a header of the toolchain), with
     `args`; its value has `dtype` ("handle" or "void" for a call made for its effect, used
-    as a statement)."""
+    as a statement). ``T.call_extern(dtype, func_name, *args)``, or, as upstream also
+    accepts, ``T.call_extern(func_name, *args, dtype=dtype)``."""
     b = _builder.require("T.call_extern")
+    if dtype is None:
+        if len(args) < 2:
+            raise _builder.error(TileLangTypeError, "T.call_extern takes a dtype and a function name, then the "
+                                 "arguments: T.call_extern(dtype, func_name, *args)")
+        dtype, func_name, args = args[0], args[1], args[2:]
+    else:
+        if not args:
+            raise _builder.error(TileLangTypeError, "T.call_extern: the function name is missing")
+        func_name, args = args[0], args[1:]
     if not isinstance(func_name, str) or not func_name.isidentifier() and "::" not in func_name:
         raise _builder.error(TileLangTypeError, f"T.call_extern: the function name must be an identifier, got "
                              f"{func_name!r}")

@@ -105,6 +105,28 @@ def get_thread_binding(dim: int = 0):
     return _C.call("thread_index", [dim])
 
 
+def get_block_binding(dim: int = 0):
+    """The index of the current block along grid dimension dim (the name T.Kernel binds)."""
+    b = _builder.require("T.get_block_binding")
+    if not b.kernels:
+        raise _builder.error(_builder.error_cls("TileLangSyntaxError"),
+                             "T.get_block_binding is used outside a T.Kernel block")
+    block_vars = b.kernels[-1][2]
+    if not 0 <= dim < len(block_vars):
+        raise _builder.error(_builder.error_cls("TileLangTypeError"),
+                             f"T.get_block_binding({dim}): the kernel has {len(block_vars)} grid dimension(s)")
+    return block_vars[dim]
+
+
+def get_block_bindings():
+    """The block index variables of the innermost T.Kernel (x, y, z as given)."""
+    b = _builder.require("T.get_block_bindings")
+    if not b.kernels:
+        raise _builder.error(_builder.error_cls("TileLangSyntaxError"),
+                             "T.get_block_bindings is used outside a T.Kernel block")
+    return list(b.kernels[-1][2])
+
+
 def get_thread_bindings():
     """The thread index variables of the innermost T.Kernel (x, y, z as given)."""
     b = _builder.require("T.get_thread_bindings")

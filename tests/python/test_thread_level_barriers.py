@@ -1,0 +1,70 @@
+"""Barriers in thread-level code (kernels that index by T.get_thread_binding and loop with
+T.serial): shared memory one thread writes and another reads inside a serial loop gets a
+barrier between the two and at the end of the loop's body, as upstream's thread storage
+sync places them; a thread's own row (one dimension indexed by the thread) gets none."""
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import _C
+
+SM90 = "cuda -arch=sm_90a"
+
+
+def gemv_through_shared(n, k, block_n, block_k, own_rows_only=False):
+    """y = B x, one thread a row of B; x's chunk is staged in shared memory by every thread
+    (the same elements), then read by all of them; the chunk of B in the thread's own row."""
+
+    @T.prim_func
+    def main(x: T.Tensor((k,), "float32"), B: T.Tensor((n, k), "float32"), y: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block_n), threads=block_n) as bn:
+            tn = T.get_thread_binding(0)
+            x_s = T.alloc_shared((block_k,), "float32")
+            B_s = T.alloc_shared((block_n, block_k), "float32")
+            acc = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for bk in T.serial(T.ceildiv(k, block_k)):
+                for t in T.serial(block_k):
+                    if not own_rows_only:
+                        x_s[t] = x[bk * block_k + t]
+                    B_s[tn, t] = B[bn * block_n + tn, bk * block_k + t]
+                for t in T.serial(block_k):
+                    if own_rows_only:
+                        acc[0] += x[bk * block_k + t] * B_s[tn, t]
+                    else:
+                        acc[0] += x_s[t] * B_s[tn, t]
+            y[bn * block_n + tn] = acc[0]
+
+    return main
+
+
+def _loop_body(source):
+    body = source[source.index("for (int32_t bk"):]
+    return body[:body.index("\n  }\n")]
+
+
+def test_shared_chunk_read_by_every_thread_gets_barriers():
+    source = _C.codegen(_C.lower(gemv_through_shared(256, 512, 64, 32).handle, SM90), SM90)
+    body = _loop_body(source)
+    # One after the chunk is written (before it is read), one at the end of the body
+    # (before the next iteration writes it again).
+    assert body.count("__syncthreads();") == 2, body
+    assert body.index("x_s[t] =") < body.index("__syncthreads();") < body.index("x_s[t_1]")
+    assert body.rstrip().endswith("__syncthreads();")
+
+
+def test_own_rows_get_no_barrier():
+    source = _C.codegen(_C.lower(gemv_through_shared(256, 512, 64, 32, own_rows_only=True).handle, SM90), SM90)
+    assert "__syncthreads();" not in _loop_body(source)
+
+
+@pytest.mark.parametrize("own", [False, True])
+def test_gemv_through_shared_numerics(target, rng, own):
+    if target == "cpu":
+        pytest.skip("thread-level code: the CPU back end has no thread index")
+    n, k = 256, 512
+    kernel = tilelang.compile(gemv_through_shared(n, k, 64, 32, own), out_idx=[-1], target=target)
+    x = rng.standard_normal(k).astype(np.float32)
+    B = rng.standard_normal((n, k)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(kernel(x, B)), B @ x, rtol=1e-4, atol=1e-3)
