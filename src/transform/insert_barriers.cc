@@ -583,6 +583,13 @@ class BarrierPlanner {
     } uses;
     uses.self = this;
     uses.visit(body);
+    // A T.loop_break may leave the loop in some threads only: no barrier inside then.
+    bool breaks = false;
+    for_each_expr(body, [&](const ExprNode* e) {
+      auto* call = dynamic_cast<const CallNode*>(e);
+      breaks = breaks || (call && call->op == "loop_break");
+    });
+    if (breaks) return false;
     for (const void* key : uses.written) {
       if (!uses.read.count(key)) continue;
       const auto& all = uses.indices.at(key);

@@ -68,3 +68,27 @@ def test_gemv_through_shared_numerics(target, rng, own):
     x = rng.standard_normal(k).astype(np.float32)
     B = rng.standard_normal((n, k)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(kernel(x, B)), B @ x, rtol=1e-4, atol=1e-3)
+
+
+def test_loop_that_may_break_in_some_threads_gets_no_barrier_inside():
+    """A T.loop_break under a condition that differs between threads leaves the loop in some
+    threads only: a barrier inside would never be reached by all of them."""
+
+    @T.prim_func
+    def main(x: T.Tensor((64, 32), "float32"), y: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32) as _:
+            tn = T.get_thread_binding(0)
+            s = T.alloc_shared((32,), "float32")
+            acc = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for k in T.serial(64):
+                s[tn] = x[k, tn]
+                acc[0] += s[(tn + 1) % 32]
+                if acc[0] > 100.0:
+                    T.loop_break()
+            y[tn] = acc[0]
+
+    source = _C.codegen(_C.lower(main.handle, SM90), SM90)
+    loop = source[source.index("for (int32_t k"):]
+    loop = loop[:loop.index("\n  }\n")]
+    assert "__syncthreads();" not in loop and "break;" in loop
