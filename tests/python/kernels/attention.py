@@ -21,6 +21,8 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
     shape = (batch, seq_len, heads, dim)
     accum_dtype = "float32"
     ragged_keys = seq_len % block_N != 0
+    q_tiles = (seq_len + block_M - 1) // block_M
+    grid = (heads, batch, q_tiles) if is_causal else (q_tiles, heads, batch)
 
     @T.prim_func
     def main(
@@ -29,7 +31,13 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
         V: T.Tensor(shape, dtype),
         Output: T.Tensor(shape, dtype),
     ):
-        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
+        with T.Kernel(*grid, threads=threads) as (g0, g1, g2):
+            # Causal: query tile bx has bx + 1 key tiles of work. The tiles are launched
+            # longest first (the grid's slowest index, reversed), so that the blocks that
+            # start last are the short ones and the SMs finish together.
+            bx = q_tiles - 1 - g2 if is_causal else g0
+            by = g0 if is_causal else g1
+            bz = g1 if is_causal else g2
             Q_shared = T.alloc_shared((block_M, dim), dtype)
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
