@@ -390,15 +390,22 @@ class BarrierPlanner {
     for (size_t d = 0; d < k->thread_vars.size() && d < k->threads.size(); ++d)
       analyzer_.bind(k->thread_vars[d].get(), 0, k->threads[d]);
     varying_.run(k);
-    // The thread indices and the names given to them (`tn = T.get_thread_binding(0)`).
-    for (auto& v : k->thread_vars) thread_names_.insert(v.get());
+    // The thread indices and the names given to them (`tn = T.get_thread_binding(0)`), with
+    // their axis; the axes along which the block has more than one thread.
+    for (size_t d = 0; d < k->thread_vars.size(); ++d) {
+      thread_names_[k->thread_vars[d].get()] = int(d);
+      if (d >= k->threads.size() || k->threads[d] > 1) thread_axes_.push_back(int(d));
+    }
     struct Names : IRVisitor {
-      std::unordered_set<const VarNode*>* names;
+      std::unordered_map<const VarNode*, int>* names;
       using IRVisitor::visit;
       void visit_let(const LetStmtNode* n) override {
         auto* call = as<CallNode>(n->value);
         auto* var = as<VarNode>(n->value);
-        if ((call && call->op == "thread_index") || (var && names->count(var))) names->insert(n->var.get());
+        const int64_t* axis = call && call->op == "thread_index" && !call->args.empty() ? const_int(call->args[0])
+                                                                                          : nullptr;
+        if (axis) (*names)[n->var.get()] = int(*axis);
+        else if (var && names->count(var)) (*names)[n->var.get()] = names->at(var);
         IRVisitor::visit_let(n);
       }
     } names;
@@ -547,7 +554,8 @@ class BarrierPlanner {
 
   // Whether threads that run a loop body each on their own (thread-level code) can meet in a
   // tracked buffer inside it: the body reads what it writes, and not every access is the
-  // thread's own (one dimension indexed by the same thread index in all of them). Then
+  // thread's own (for each axis of the block's threads, one dimension indexed by the same
+  // name of that thread index in all of them: then two threads never touch one element). Then
   // the body's statements are planned one by one, as upstream's thread storage sync does:
   // `for k: for t: S[t] = A[k, t]; for t: acc += S[t]` needs a barrier between the two
   // loops and at the end of the body, although each thread runs all of it.
@@ -593,13 +601,16 @@ class BarrierPlanner {
     for (const void* key : uses.written) {
       if (!uses.read.count(key)) continue;
       const auto& all = uses.indices.at(key);
-      bool own = false;
-      for (size_t d = 0; !own && d < all.front().size(); ++d) {
-        auto* v = as<VarNode>(all.front()[d]);
-        own = v && thread_names_.count(v);
-        for (auto& idx : all) own = own && d < idx.size() && as<VarNode>(idx[d]) == v;
+      for (int axis : thread_axes_) {
+        bool covered = false;
+        for (size_t d = 0; !covered && d < all.front().size(); ++d) {
+          auto* v = as<VarNode>(all.front()[d]);
+          auto it = v ? thread_names_.find(v) : thread_names_.end();
+          covered = it != thread_names_.end() && it->second == axis;
+          for (auto& idx : all) covered = covered && d < idx.size() && as<VarNode>(idx[d]) == v;
+        }
+        if (!covered) return true;
       }
-      if (!own) return true;
     }
     return false;
   }
@@ -775,7 +786,8 @@ class BarrierPlanner {
   std::unordered_set<const BufferNode*> self_synchronised_;
   std::unordered_map<const BufferNode*, const void*> shared_bytes_;
   VaryingAnalysis varying_;
-  std::unordered_set<const VarNode*> thread_names_;  // thread indices and lets bound to one
+  std::unordered_map<const VarNode*, int> thread_names_;  // thread indices and lets bound to one: their axis
+  std::vector<int> thread_axes_;  // the axes with more than one thread
   std::vector<Event> events_;  // barriers placed so far, in order (compared by trials)
 };
 

@@ -92,3 +92,29 @@ def test_loop_that_may_break_in_some_threads_gets_no_barrier_inside():
     loop = source[source.index("for (int32_t k"):]
     loop = loop[:loop.index("\n  }\n")]
     assert "__syncthreads();" not in loop and "break;" in loop
+
+
+def test_index_by_one_thread_axis_is_not_a_threads_own():
+    """x_s[tk, t] with threads (16, 2): tk tells the two rows of threads apart, not the 16
+    threads of a row, which all read what 8 of them wrote: barriers (a fuzzer case of the
+    thread_level template that webgpu computed wrong before)."""
+
+    @T.prim_func
+    def main(x: T.Tensor((32,), "float32"), B: T.Tensor((16, 32), "float32"), y: T.Tensor((16, 2), "float32")):
+        with T.Kernel(1, threads=(16, 2)) as _:
+            tn = T.get_thread_binding(0)
+            tk = T.get_thread_binding(1)
+            x_s = T.alloc_shared((2, 8), "float32")
+            acc = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for c in T.serial(2):
+                if tn < 8:
+                    x_s[tk, tn] = x[(c * 2 + tk) * 8 + tn]
+                for t in T.serial(8):
+                    acc[0] += x_s[tk, t] * B[tn, (c * 2 + tk) * 8 + t]
+            y[tn, tk] = acc[0]
+
+    source = _C.codegen(_C.lower(main.handle, SM90), SM90)
+    loop = source[source.index("for (int32_t c"):]
+    loop = loop[:loop.index("\n  }\n")]
+    assert loop.count("__syncthreads();") == 2, loop

@@ -784,5 +784,79 @@ class Branches:
         return 1e-5, 1e-5 * p["n"]
 
 
+class ThreadLevel:
+    """Thread-level code as upstream's SIMT examples write it (T.get_thread_binding, serial
+    loops, shared memory by element): y = B x with one thread a row (x along threads' y
+    for split-K). The chunk of x is staged in shared memory by every thread (the same
+    elements), by one thread each (its own element, read by all), or not at all; the row of
+    B through a thread's own shared row or straight from global memory; split-K partial sums
+    meet in shared memory by atomics after an initialisation by one thread of each row.
+    Barriers are the compiler's (a missing one was a silent wrong answer). GPU targets
+    only: the CPU runs a block as one thread."""
+    name = "thread_level"
+    targets = ("webgpu", "cuda")
+
+    def draw(self, rng, target):
+        bn = pick(rng, [8, 16, 32, 64])
+        split = pick(rng, [1, 1, 2, 4]) if bn <= 32 else 1
+        bk = pick(rng, [8, 16, 32])
+        return dict(bn=bn, split=split, bk=bk, chunks=pick(rng, [1, 2, 3]), blocks=pick(rng, [1, 2, 3]),
+                    stage_x=pick(rng, ["all", "own", "none"]), stage_b=bool(rng.integers(0, 2)))
+
+    def kernel(self, p):
+        bn, split, bk, blocks = p["bn"], p["split"], p["bk"], p["blocks"]
+        k_total = bk * split * p["chunks"]
+        n = bn * blocks
+        stage_x, stage_b = p["stage_x"], p["stage_b"]
+        per = bk  # elements of a chunk each split-K thread handles
+
+        @T.prim_func
+        def thread_level(x: T.Tensor((k_total,), "float32"), B: T.Tensor((n, k_total), "float32"),
+                         y: T.Tensor((n,), "float32")):
+            with T.Kernel(blocks, threads=(bn, split)) as b:
+                tn = T.get_thread_binding(0)
+                tk = T.get_thread_binding(1)
+                x_s = T.alloc_shared((split, bk), "float32")
+                B_s = T.alloc_shared((bn, split, bk), "float32")
+                total = T.alloc_shared((bn,), "float32")
+                acc = T.alloc_local((1,), "float32")
+                if tk == 0:
+                    total[tn] = 0.0
+                T.clear(acc)
+                for c in T.serial(p["chunks"]):
+                    base = (c * split + tk) * per
+                    if stage_x == "all":
+                        for t in T.serial(per):
+                            x_s[tk, t] = x[base + t]
+                    elif stage_x == "own":
+                        for t in T.serial(per // bn if per >= bn else 1):
+                            if tn + t * bn < per:
+                                x_s[tk, tn + t * bn] = x[base + tn + t * bn]
+                    if stage_b:
+                        for t in T.serial(per):
+                            B_s[tn, tk, t] = B[b * bn + tn, base + t]
+                    for t in T.serial(per):
+                        xv = x[base + t] if stage_x == "none" else x_s[tk, t]
+                        bv = B_s[tn, tk, t] if stage_b else B[b * bn + tn, base + t]
+                        acc[0] += xv * bv
+                T.atomic_add(total[tn], acc[0])
+                if tk == 0:
+                    y[b * bn + tn] = total[tn]
+
+        return thread_level
+
+    def arguments(self, p, rng):
+        k_total = p["bk"] * p["split"] * p["chunks"]
+        n = p["bn"] * p["blocks"]
+        return [uniform(rng, (k_total,), "float32"), uniform(rng, (n, k_total), "float32"),
+                np.full((n,), np.nan, np.float32)]
+
+    def expected(self, p, args):
+        return {2: args[1].astype(np.float64) @ args[0].astype(np.float64)}
+
+    def tolerance(self, p):
+        return 1e-5, 1e-5 * p["bk"] * p["split"] * p["chunks"]
+
+
 TEMPLATES = {t.name: t for t in (Gemm(), Reduce(), Elementwise(), Copy(), Cumsum(), Softmax(), Pipeline(), Atomic(),
-                                 Branches())}
+                                 Branches(), ThreadLevel())}
