@@ -163,11 +163,14 @@ def address_of(element):
     return access_ptr(element, "rw")
 
 
-def reinterpret(*args):
+def reinterpret(*args, dtype=None):
     """The bits of a value as another type of the same width: T.reinterpret(value, dtype)
-    (upstream's order; T.reinterpret(dtype, value) as in TVM is accepted too)."""
+    (upstream's order; T.reinterpret(dtype, value) as in TVM and T.reinterpret(value,
+    dtype=...) are accepted too)."""
     from ..ir import is_expr
     _builder.require("T.reinterpret")
+    if dtype is not None:
+        args = args + (dtype,)
     if len(args) != 2:
         raise _builder.error(TileLangTypeError, f"T.reinterpret takes a value and a dtype, got {len(args)} arguments")
     a, b = args

@@ -50,6 +50,7 @@ class AttrFrame:
 ATTR_KEYS = {
     "async_scope": "the global -> shared copies inside are issued as cp.async (awaited by hand, e.g. by "
                    "T.cp_async_barrier_noinc and T.barrier_wait)",
+    "reduce_scope": "T.tvm_thread_allreduce inside combines with the T.comm_reducer given as the node",
 }
 
 

@@ -51,6 +51,7 @@ class Builder:
         # extents written as the difference of two of them.
         self.let_values = []
         self.loop_kinds = []  # kinds of the kernel loops around the statement being parsed
+        self.reducers = []  # T.comm_reducer of the enclosing `T.attr(..., "reduce_scope", ...)` blocks
 
     # -- frames
     def push(self) -> Frame:

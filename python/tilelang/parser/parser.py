@@ -531,6 +531,18 @@ class Parser:
             known = "; ".join(f"{k!r}: {v}" for k, v in ATTR_KEYS.items())
             raise self.error(TileLangUnsupportedError, f"T.attr: the attribute {spec.key!r} has no meaning here",
                              node, f"the keys understood are {known}")
+        if spec.key == "reduce_scope":
+            from ..language.allreduce import CommReducer
+            if not isinstance(spec.node, CommReducer):
+                raise self.error(TileLangTypeError, "T.attr(node, \"reduce_scope\", ...): node must be a "
+                                 f"T.comm_reducer, got {type(spec.node).__name__}", node)
+            self.builder.reducers.append(spec.node)
+            try:
+                body = self.ir_block(node.body)
+            finally:
+                self.builder.reducers.pop()
+            self.builder.emit(body)
+            return
         if spec.value != 1:
             raise self.error(TileLangUnsupportedError,
                              f"T.attr(..., {spec.key!r}, {spec.value!r}): the value of {spec.key!r} is 1", node)

@@ -33,7 +33,26 @@ bool is_reserved(const std::string& s) {
       "P", "Params", "select",
       "min", "max", "abs", "exp", "log", "sqrt", "floor", "ceil", "round", "trunc", "pow", "sin", "cos", "tan",
       "tanh", "exp2", "log2", "bitcast", "workgroupBarrier", "self", "target", "type", "in", "out", "do", "mod"};
-  return words.count(s) || s.rfind("tl_", 0) == 0 || s.rfind("__", 0) == 0;
+  // WGSL's reserved words (the specification's list): a buffer or variable named so (a tile
+  // named `shared`) would not compile.
+  static const std::unordered_set<std::string> wgsl_reserved = {
+      "NULL", "Self", "abstract", "active", "alignas", "alignof", "as", "asm", "asm_fragment", "async",
+      "attribute", "auto", "await", "become", "binding_array", "cast", "catch", "class", "co_await", "co_return",
+      "co_yield", "coherent", "column_major", "common", "compile", "compile_fragment", "concept", "const_cast",
+      "consteval", "constexpr", "constinit", "crate", "debugger", "decltype", "delete", "demote",
+      "demote_to_helper", "dynamic_cast", "enum", "explicit", "export", "extends", "extern", "external",
+      "fallthrough", "filter", "final", "finally", "friend", "from", "fxgroup", "get", "goto", "groupshared",
+      "highp", "impl", "implements", "import", "inline", "instanceof", "interface", "layout", "lowp", "macro",
+      "macro_rules", "match", "mediump", "meta", "module", "move", "mut", "mutable", "namespace", "new", "nil",
+      "noexcept", "noinline", "nointerpolation", "noperspective", "null", "nullptr", "of", "operator", "package",
+      "packoffset", "partition", "pass", "patch", "pixelfragment", "precise", "precision", "premerge", "priv",
+      "protected", "pub", "public", "readonly", "ref", "regardless", "register", "reinterpret_cast", "require",
+      "resource", "restrict", "set", "shared", "sizeof", "smooth", "snorm", "static", "static_assert",
+      "static_cast", "std", "subroutine", "super", "template", "this", "thread_local", "throw", "trait", "try",
+      "typedef", "typeid", "typename", "typeof", "union", "unless", "unorm", "unsafe", "unsized", "use", "using",
+      "varying", "virtual", "volatile", "wgsl", "where", "with", "writeonly", "yield",
+      "private", "storage", "uniform", "workgroup", "function", "read", "write", "read_write"};
+  return words.count(s) || wgsl_reserved.count(s) || s.rfind("tl_", 0) == 0 || s.rfind("__", 0) == 0;
 }
 
 class WgslCodegen {

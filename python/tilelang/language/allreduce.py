@@ -1,0 +1,124 @@
+"""TVM's thread all-reduce as upstream's SIMT programs write it:
+
+    with T.attr(T.comm_reducer(lambda x, y: x + y, [T.Cast(dtype, 0)]), "reduce_scope",
+                T.reinterpret(T.uint64(0), dtype="handle")):
+        T.evaluate(T.tvm_thread_allreduce(T.uint32(1), value, True, result[0], tk, dtype="handle"))
+
+Every thread of the block calls it with its own value; each gets, in `result`, the
+combination of the values of the threads that differ from it only along the thread axes
+named (tk above: the threads of one row). The group meets in shared memory (each thread
+stores its value; after a barrier each combines its group's values in one order, so all
+members get the same result); a TileLangPerformanceWarning says that warp shuffles are not
+used. The call is expanded where it stands, in the kernel's thread-level code, so every
+thread of the block must reach it."""
+import math
+import warnings
+
+from .. import _C
+from ..errors import TileLangPerformanceWarning, TileLangTypeError, TileLangUnsupportedError
+from ..ir import is_expr
+from ..parser import builder as _builder
+
+
+class CommReducer:
+    """What T.comm_reducer makes: a combiner of two values and its identity."""
+
+    def __init__(self, combiner, identity):
+        if not callable(combiner):
+            raise TypeError(f"T.comm_reducer: the combiner must be a function of two values, got {combiner!r}")
+        identity = list(identity) if isinstance(identity, (list, tuple)) else [identity]
+        if len(identity) != 1:
+            raise TypeError(f"T.comm_reducer: one identity value is supported, got {len(identity)}")
+        self.combiner, self.identity = combiner, identity[0]
+
+
+def comm_reducer(combiner, identity):
+    """A commutative reducer (TVM's tir.comm_reducer) for T.attr(..., "reduce_scope", ...)."""
+    return CommReducer(combiner, identity)
+
+
+def _python_int(x, what):
+    if is_expr(x) and x.kind == "IntImm":
+        return int(x.value)
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise _builder.error(TileLangTypeError, f"T.tvm_thread_allreduce: {what} must be a constant, got {x!r}")
+    return x
+
+
+def _axis_of(b, thread):
+    """The thread axis (0, 1, 2) a name stands for: T.get_thread_binding(d), a
+    T.thread_binding loop over threadIdx.*, or a name given to one of them."""
+    candidates = [thread]
+    for var, value in b.let_values:
+        if is_expr(thread) and var.same_as(thread):
+            candidates.append(value)
+    thread_vars = b.kernels[-1][0]
+    for c in candidates:
+        if not is_expr(c):
+            continue
+        for d in range(3):
+            if c.structural_equal(_C.call("thread_index", [d])) or (d < len(thread_vars) and c.same_as(thread_vars[d])):
+                return d
+    raise _builder.error(TileLangTypeError,
+                         f"T.tvm_thread_allreduce: {thread!r} is not a thread index of the kernel",
+                         "name the reduced threads by T.get_thread_binding(d) or a T.thread_binding loop variable")
+
+
+def tvm_thread_allreduce(*args, dtype="handle"):
+    b = _builder.require("T.tvm_thread_allreduce")
+    reducers = getattr(b, "reducers", None)
+    if not reducers:
+        raise _builder.error(TileLangTypeError, "T.tvm_thread_allreduce is used outside a reduce scope",
+                             "wrap it in `with T.attr(T.comm_reducer(f, [identity]), \"reduce_scope\", ...):`")
+    if not b.kernels:
+        raise _builder.error(TileLangTypeError, "T.tvm_thread_allreduce is used outside a T.Kernel block")
+    reducer = reducers[-1]
+    if len(args) < 5:
+        raise _builder.error(TileLangTypeError, "T.tvm_thread_allreduce takes (size, value, condition, result, "
+                             f"thread...), got {len(args)} arguments")
+    if _python_int(args[0], "the number of values") != 1:
+        raise _builder.error(TileLangUnsupportedError, "T.tvm_thread_allreduce: one value at a time is supported",
+                             "reduce each value in its own call")
+    value, cond, result, threads = args[1], args[2], args[3], args[4:]
+    if not (cond is True or (is_expr(cond) and cond.kind == "IntImm" and int(cond.value) == 1)):
+        raise _builder.error(TileLangUnsupportedError, "T.tvm_thread_allreduce: the condition must be True",
+                             "give every thread a value (the reducer's identity where it has none)")
+    if not (is_expr(result) and result.kind == "BufferLoad"):
+        raise _builder.error(TileLangTypeError, "T.tvm_thread_allreduce: the result must be a buffer element "
+                             "(result[0])")
+    extents = [int(e) for e in b.kernels[-1][1]]
+    axes = sorted({_axis_of(b, t) for t in threads})
+    strides = [math.prod(extents[:d]) for d in range(len(extents))]
+    value = _C.cast(result.dtype, value) if is_expr(value) and value.dtype != result.dtype else value
+    combine = reducer.combiner
+    handle, indices = _C.load_parts(result)
+    # The kernel's target is not known here, nor its warp or subgroup width: the group meets
+    # in shared memory, which every GPU target has.
+    warnings.warn(f"{b.file}:{b.line}: T.tvm_thread_allreduce goes through shared memory (a store, a barrier, "
+                  "a serial combination per thread) [slower path: no warp shuffles for this form yet]",
+                  TileLangPerformanceWarning, stacklevel=2)
+    from .alloc import _alloc
+    n = math.prod(extents)
+    red = _alloc((n,), result.dtype, "shared.dyn", "allreduce_shared")
+    tid = [_C.call("thread_index", [d]) for d in range(len(extents))]
+    lin = tid[0]
+    for d in range(1, len(tid)):
+        lin = lin + tid[d] * strides[d]
+    b.emit(_C.store(red.handle, value, [lin]))
+    # The group's first thread, then every member in turn, in one order for all of them.
+    base = lin
+    for d in axes:
+        base = base - tid[d] * strides[d]
+    members = math.prod(extents[d] for d in axes)
+    j = _C.var("j", "int32")
+    offset, rest = 0, j
+    for d in axes:
+        offset = offset + (rest % extents[d]) * strides[d]
+        rest = rest // extents[d]
+    acc_buf = _alloc((1,), result.dtype, "local", "allreduce_acc")
+    b.emit(_C.store(acc_buf.handle, reducer.identity if is_expr(reducer.identity) else
+                    _C.const(reducer.identity, result.dtype), [0]))
+    step = _C.store(acc_buf.handle, combine(acc_buf[0], red[base + offset]), [0])
+    b.emit(_C.for_(j, 0, members, "serial", step, {}))
+    b.emit(_C.store(handle, acc_buf[0], list(indices)))
+    return None

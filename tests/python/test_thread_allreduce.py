@@ -1,0 +1,89 @@
+"""T.comm_reducer + T.tvm_thread_allreduce (TVM's thread all-reduce, as upstream's SIMT GEMV
+examples write it): every thread gets the combination of its group's values, through
+shared memory (with a performance warning: no warp shuffles for this form yet)."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import _C
+from tilelang.errors import TileLangPerformanceWarning, TileLangTypeError
+
+SM90 = "cuda -arch=sm_90a"
+
+
+def gemv(n, k, block_n, reduce_threads, op="sum", axis_name="get"):
+    """y = B x (op "sum") or y = max_j B[i, j] * x[j] (op "max"): threads (block_n,
+    reduce_threads); each (tn, tk) thread takes every reduce_threads-th column of its row,
+    then the tk threads of a row all-reduce."""
+    per = k // reduce_threads
+
+    @T.prim_func
+    def main(x: T.Tensor((k,), "float32"), B: T.Tensor((n, k), "float32"), y: T.Tensor((n,), "float32")):
+        with T.Kernel(n // block_n, threads=(block_n, reduce_threads)) as bn:
+            tn = T.get_thread_binding(0)
+            tk = T.get_thread_binding(1)
+            part = T.alloc_local((1,), "float32")
+            total = T.alloc_local((1,), "float32")
+            part[0] = 0.0 if op == "sum" else -T.infinity("float32")
+            for j in T.serial(per):
+                v = x[j * reduce_threads + tk] * B[bn * block_n + tn, j * reduce_threads + tk]
+                part[0] = part[0] + v if op == "sum" else T.max(part[0], v)
+            reducer = (T.comm_reducer(lambda a, b: a + b, [T.Cast("float32", 0)]) if op == "sum"
+                       else T.comm_reducer(lambda a, b: T.max(a, b), [-T.infinity("float32")]))
+            with T.attr(reducer, "reduce_scope", T.reinterpret(T.uint64(0), dtype="handle")):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), part[0], True, total[0], tk, dtype="handle"))
+            if tk == reduce_threads - 1:
+                y[bn * block_n + tn] = total[0]
+
+    return main
+
+
+def reference(x, B, reduce_threads, op):
+    prods = B.astype(np.float64) * x.astype(np.float64)[None, :]
+    return prods.sum(axis=1) if op == "sum" else prods.max(axis=1)
+
+
+@pytest.mark.parametrize("block_n, reduce_threads, op", [(4, 8, "sum"), (2, 16, "max"), (1, 32, "sum"),
+                                                         (2, 32, "sum"), (8, 16, "max")])
+def test_thread_allreduce_numerics(target, rng, block_n, reduce_threads, op):
+    if target == "cpu":
+        pytest.skip("thread-level code: the CPU back end has no thread index")
+    n, k = 64, 256
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kernel = tilelang.compile(gemv(n, k, block_n, reduce_threads, op), out_idx=[-1], target=target)
+    assert any("goes through shared memory" in str(w.message) for w in caught
+               if issubclass(w.category, TileLangPerformanceWarning))
+    x = rng.standard_normal(k).astype(np.float32)
+    B = rng.standard_normal((n, k)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(kernel(x, B)), reference(x, B, reduce_threads, op), rtol=1e-4, atol=1e-4)
+
+
+def test_group_meets_in_shared_memory():
+    """Each thread stores its value, a barrier, then each combines its group's values; a
+    barrier before the shared tile is written again (the kernel runs the call twice)."""
+    source = _C.codegen(_C.lower(gemv(64, 256, 4, 8).handle, SM90), SM90)
+    body = source[source.index("__global__"):]
+    store = body.index("allreduce_shared[tx + ty * 4] = part[0];")
+    combine = body.index("allreduce_acc[0] = allreduce_acc[0] + allreduce_shared[tx + j_1 * 4];")
+    assert store < body.index("__syncthreads();", store) < combine
+
+
+def test_misuse_is_a_typed_error():
+    with pytest.raises(TileLangTypeError, match="outside a reduce scope"):
+        @T.prim_func
+        def outside(y: T.Tensor((32,), "float32")):
+            with T.Kernel(1, threads=32) as _:
+                tx = T.get_thread_binding(0)
+                r = T.alloc_local((1,), "float32")
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), 1.0, True, r[0], tx, dtype="handle"))
+    with pytest.raises(TileLangTypeError, match="is not a thread index of the kernel"):
+        @T.prim_func
+        def not_a_thread(y: T.Tensor((32,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                r = T.alloc_local((1,), "float32")
+                with T.attr(T.comm_reducer(lambda a, b: a + b, [0.0]), "reduce_scope", 0):
+                    T.evaluate(T.tvm_thread_allreduce(T.uint32(1), 1.0, True, r[0], bx, dtype="handle"))
