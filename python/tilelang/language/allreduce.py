@@ -65,6 +65,10 @@ def _axis_of(b, thread):
 
 
 def tvm_thread_allreduce(*args, dtype="handle"):
+    """TVM's thread all-reduce: ``T.tvm_thread_allreduce(T.uint32(1), value, True,
+    result[0], *thread_names, dtype="handle")`` inside a ``reduce_scope``; every thread gets
+    in ``result`` the combination of the values of the threads that differ from it only
+    along the named thread axes."""
     b = _builder.require("T.tvm_thread_allreduce")
     reducers = getattr(b, "reducers", None)
     if not reducers:
