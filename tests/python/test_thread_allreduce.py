@@ -87,3 +87,28 @@ def test_misuse_is_a_typed_error():
                 r = T.alloc_local((1,), "float32")
                 with T.attr(T.comm_reducer(lambda a, b: a + b, [0.0]), "reduce_scope", 0):
                     T.evaluate(T.tvm_thread_allreduce(T.uint32(1), 1.0, True, r[0], bx, dtype="handle"))
+
+
+def test_dp4a(rng):
+    """T.dp4a(A[i], B[i], C[0]): C += the dot product of the four int8 from A[i] and B[i] on."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), "int8"), B: T.Tensor((64,), "int8"), C: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=1) as _:
+            acc = T.alloc_local((1,), "int32")
+            a = T.alloc_local((64,), "int8")
+            b = T.alloc_local((64,), "int8")
+            for i in T.serial(64):
+                a[i] = A[i]
+                b[i] = B[i]
+            acc[0] = 5
+            for k in T.serial(16):
+                T.dp4a(a[k * 4], b[k * 4], acc[0])
+            C[0] = acc[0]
+
+    kernel = tilelang.compile(main, target="cpu")
+    a = rng.integers(-128, 128, 64).astype(np.int8)
+    b = rng.integers(-128, 128, 64).astype(np.int8)
+    c = np.zeros(1, np.int32)
+    kernel(a, b, c)
+    assert c[0] == 5 + int(a.astype(np.int64) @ b.astype(np.int64))

@@ -19,7 +19,7 @@ from .cluster import (alloc_cluster_barrier, block_rank_in_cluster, cluster_arri
                       cluster_sync, cluster_wait, copy_cluster)
 from .kernel import (ClusterKernel, Kernel, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings,
                      use_swizzle, wait_wgmma)
-from .allreduce import comm_reducer, tvm_thread_allreduce
+from .simt import comm_reducer, dp4a, tvm_thread_allreduce
 from .frames import Else, If, Then, attr
 from .loops import (Parallel, Persistent, Pipelined, Serial, grid, loop_break, serial, thread_binding, unroll,
                     vectorized)

@@ -532,7 +532,7 @@ class Parser:
             raise self.error(TileLangUnsupportedError, f"T.attr: the attribute {spec.key!r} has no meaning here",
                              node, f"the keys understood are {known}")
         if spec.key == "reduce_scope":
-            from ..language.allreduce import CommReducer
+            from ..language.simt import CommReducer
             if not isinstance(spec.node, CommReducer):
                 raise self.error(TileLangTypeError, "T.attr(node, \"reduce_scope\", ...): node must be a "
                                  f"T.comm_reducer, got {type(spec.node).__name__}", node)

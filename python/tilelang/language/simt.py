@@ -1,4 +1,5 @@
-"""TVM's thread all-reduce as upstream's SIMT programs write it:
+"""Thread-level intrinsics of upstream's SIMT programs (TVM style): T.dp4a, and TVM's
+thread all-reduce as they write it:
 
     with T.attr(T.comm_reducer(lambda x, y: x + y, [T.Cast(dtype, 0)]), "reduce_scope",
                 T.reinterpret(T.uint64(0), dtype="handle")):
@@ -126,3 +127,35 @@ def tvm_thread_allreduce(*args, dtype="handle"):
     b.emit(_C.for_(j, 0, members, "serial", step, {}))
     b.emit(_C.store(handle, acc_buf[0], list(indices)))
     return None
+
+
+def dp4a(A, B, C):
+    """``C += A[0:4] . B[0:4]``: the four 8-bit integers from element A on, times those from
+    element B on, summed into the 32-bit integer element C (upstream's T.dp4a, as its
+    int8 GEMV writes it: ``T.dp4a(A_local[k * 4], B_local[k * 4], acc[0])``). Expanded into
+    four multiply-adds on every target (a TileLangPerformanceWarning: not one dp4a
+    instruction)."""
+    b = _builder.require("T.dp4a")
+    parts = []
+    for name, x in (("A", A), ("B", B), ("C", C)):
+        if not (is_expr(x) and x.kind == "BufferLoad"):
+            raise _builder.error(TileLangTypeError, f"T.dp4a: {name} must be a buffer element (buf[i])")
+        parts.append(_C.load_parts(x))
+    for name, x in (("A", A), ("B", B)):
+        if x.dtype not in ("int8", "uint8"):
+            raise _builder.error(TileLangTypeError, f"T.dp4a: {name} must be int8 or uint8, got {x.dtype}")
+    if C.dtype != "int32":
+        raise _builder.error(TileLangTypeError, f"T.dp4a: C must be int32, got {C.dtype}")
+    warnings.warn(f"{b.file}:{b.line}: T.dp4a runs as four multiply-adds [slower path: not one dp4a "
+                  "instruction]", TileLangPerformanceWarning, stacklevel=2)
+    from ..ir import Buffer
+    (ha, ia), (hb, ib), (hc, ic) = parts
+    a_buf, b_buf, c_buf = Buffer(ha), Buffer(hb), Buffer(hc)
+    total = c_buf[tuple(ic)] if len(ic) > 1 else c_buf[ic[0]]
+    for k in range(4):
+        ea = list(ia[:-1]) + [ia[-1] + k]
+        eb = list(ib[:-1]) + [ib[-1] + k]
+        va = a_buf[tuple(ea)] if len(ea) > 1 else a_buf[ea[0]]
+        vb = b_buf[tuple(eb)] if len(eb) > 1 else b_buf[eb[0]]
+        total = total + _C.cast("int32", va) * _C.cast("int32", vb)
+    b.emit(_C.store(hc, total, list(ic)))
