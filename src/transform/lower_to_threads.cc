@@ -241,6 +241,13 @@ class ThreadLowering : public IRMutator {
       if (n->attrs.count("im2col") && target_.kind == "cuda" && target_.arch_number() >= 90)
         report.push_back(n->span.str() + ": T.im2col gathered into the tile by the threads [slower path: TMA's "
                          "im2col mode is not used; each element is loaded by a thread, out-of-image ones set to 0]");
+      if (const BufferNode* own = per_thread_array_of(n)) {
+        // A nest over a thread's own array (T.alloc_local) and no fragment: every thread
+        // runs all of its iterations on its array, as upstream does.
+        report.push_back(n->span.str() + ": T.Parallel over the per-thread array '" + own->name +
+                         "': every thread runs all its iterations");
+        return mutate(serial_nest(n));
+      }
       return partition(n);
     }
     bind_loop_var(az_, n->var.get(), n->min, n->extent);
@@ -370,6 +377,52 @@ class ThreadLowering : public IRMutator {
   static std::string to_str(const Expr& e) {
     const int64_t* v = const_int(e);
     return v ? std::to_string(*v) : "?";
+  }
+
+  // The per-thread array (T.alloc_local, not a fragment) a T.Parallel nest indexes with its
+  // loop variables, when the nest touches no fragment; null otherwise.
+  const BufferNode* per_thread_array_of(const ForNode* n) const {
+    std::unordered_set<const VarNode*> vars{n->var.get()};
+    Stmt body = n->body;
+    while (auto* f = as<ForNode>(body)) {
+      if (f->for_kind != ForKind::Parallel) break;
+      vars.insert(f->var.get());
+      body = f->body;
+    }
+    const BufferNode* own = nullptr;
+    bool fragment = false;
+    auto look = [&](const Buffer& b, const std::vector<Expr>& indices) {
+      if (b->is_fragment()) fragment = true;
+      if (!b->is_local() || b->is_fragment() || own) return;
+      for (auto& i : indices)
+        for_each_expr(std::make_shared<EvaluateNode>(i, n->span), [&](const ExprNode* e) {
+          auto* v = dynamic_cast<const VarNode*>(e);
+          if (v && vars.count(v)) own = b.get();
+        });
+    };
+    struct Accesses : IRVisitor {
+      std::function<void(const Buffer&, const std::vector<Expr>&)> look;
+      using IRVisitor::visit;
+      void visit_load(const BufferLoadNode* x) override {
+        look(x->buffer, x->indices);
+        IRVisitor::visit_load(x);
+      }
+      void visit_store(const BufferStoreNode* x) override {
+        look(x->buffer, x->indices);
+        IRVisitor::visit_store(x);
+      }
+      void visit_tile_op(const TileOpNode*) override {}
+    } accesses;
+    accesses.look = look;
+    accesses.visit(body);
+    return fragment ? nullptr : own;
+  }
+
+  // The same nest as serial loops.
+  static Stmt serial_nest(const ForNode* n) {
+    Stmt body = n->body;
+    if (auto* inner = as<ForNode>(body); inner && inner->for_kind == ForKind::Parallel) body = serial_nest(inner);
+    return std::make_shared<ForNode>(n->var, n->min, n->extent, ForKind::Serial, body, Attrs{}, n->span);
   }
 
   // A T.Parallel nest: its iterations spread over the threads.

@@ -118,3 +118,31 @@ def test_index_by_one_thread_axis_is_not_a_threads_own():
     loop = source[source.index("for (int32_t c"):]
     loop = loop[:loop.index("\n  }\n")]
     assert loop.count("__syncthreads();") == 2, loop
+
+
+def test_parallel_over_a_threads_own_array(target, rng):
+    """`for v in T.Parallel(8): loc[v] *= s[0]` on a T.alloc_local array in thread-level code:
+    every thread runs all 8 iterations on its own array (upstream's mxfp4 dequantisation
+    scales its registers so; it was split over the threads and refused as out of bounds)."""
+    if target == "cpu":
+        pytest.skip("thread-level code: the CPU back end has no thread index")
+
+    @T.prim_func
+    def main(X: T.Tensor((1024,), "float32"), Y: T.Tensor((1024,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding(0)
+            loc = T.alloc_local((8,), "float32")
+            s = T.alloc_local((1,), "float32")
+            s[0] = T.cast(tx, "float32")
+            for v in T.Parallel(8):
+                loc[v] = X[tx * 8 + v]
+            for v in T.Parallel(8):
+                loc[v] *= s[0]
+            for v in T.vectorized(8):
+                Y[tx * 8 + v] = loc[v]
+
+    kernel = tilelang.compile(main, out_idx=[-1], target=target)
+    assert "T.Parallel over the per-thread array 'loc': every thread runs all its iterations" in \
+        kernel.get_lowering_report()
+    x = rng.standard_normal(1024).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(kernel(x)), x * np.repeat(np.arange(128), 8), rtol=1e-6)
