@@ -10,6 +10,7 @@
 
 #include "arith/analyzer.h"
 #include "ir/functor.h"
+#include "ir/structural.h"
 #include "transform/pass.h"
 
 namespace tl {
@@ -591,6 +592,22 @@ class BarrierPlanner {
     } uses;
     uses.self = this;
     uses.visit(body);
+    // Loops inside the body count as one: `s[r * 16 + tx // 8]` in one loop over r and in
+    // another over r_1 are the same elements of the same threads.
+    std::unordered_map<const VarNode*, Expr> loop_vars;
+    Var any_iteration = std::make_shared<VarNode>("iteration", DataType::Int(32));
+    struct Loops : IRVisitor {
+      std::unordered_map<const VarNode*, Expr>* vars;
+      Expr to;
+      using IRVisitor::visit;
+      void visit_for(const ForNode* n) override {
+        (*vars)[n->var.get()] = to;
+        IRVisitor::visit_for(n);
+      }
+    } loops;
+    loops.vars = &loop_vars;
+    loops.to = any_iteration;
+    loops.visit(body);
     // A T.loop_break may leave the loop in some threads only: no barrier inside then.
     bool breaks = false;
     for_each_expr(body, [&](const ExprNode* e) {
@@ -601,6 +618,24 @@ class BarrierPlanner {
     for (const void* key : uses.written) {
       if (!uses.read.count(key)) continue;
       const auto& all = uses.indices.at(key);
+      // Every access at one index that depends on the thread (`s[r * 16 + tx // 8] = v`,
+      // then `if s[r * 16 + tx // 8]`): each thread reads what it wrote itself (as
+      // upstream's thread storage sync takes it; threads that share an element write it
+      // alike in such code).
+      bool same = true;
+      for (auto& idx : all) {
+        same = same && idx.size() == all.front().size();
+        for (size_t d = 0; same && d < idx.size(); ++d)
+          same = structural_equal(substitute(idx[d], loop_vars), substitute(all.front()[d], loop_vars));
+      }
+      bool by_thread = false;
+      for (auto& i : all.front())
+        for_each_expr(std::make_shared<EvaluateNode>(i, i->span), [&](const ExprNode* e) {
+          auto* v = dynamic_cast<const VarNode*>(e);
+          auto* c = dynamic_cast<const CallNode*>(e);
+          by_thread = by_thread || (v && thread_names_.count(v)) || (c && c->op == "thread_index");
+        });
+      if (same && by_thread) continue;
       for (int axis : thread_axes_) {
         bool covered = false;
         for (size_t d = 0; !covered && d < all.front().size(); ++d) {

@@ -146,3 +146,23 @@ def test_parallel_over_a_threads_own_array(target, rng):
         kernel.get_lowering_report()
     x = rng.standard_normal(1024).astype(np.float32)
     np.testing.assert_allclose(np.asarray(kernel(x)), x * np.repeat(np.arange(128), 8), rtol=1e-6)
+
+
+def test_element_each_thread_writes_then_reads_gets_no_barrier():
+    """`s[r * 16 + tx // 8] = ...` in one loop, `if s[r_1 * 16 + tx // 8]` in the next: each
+    thread reads what it (or a thread writing the same value) wrote, as a FlashMLA-style
+    producer marks which gathered rows are valid: no barrier (as upstream)."""
+
+    @T.prim_func
+    def main(I: T.Tensor((64,), "int32"), Y: T.Tensor((128, 4), "int32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding(0)
+            valid = T.alloc_shared((64,), "bool")
+            for it in T.serial(3):
+                for r in T.serial(4):
+                    valid[r * 16 + tx // 8] = I[r * 16 + tx // 8] > it
+                for r_1 in T.serial(4):
+                    Y[tx, r_1] = T.if_then_else(valid[r_1 * 16 + tx // 8], 1, 0)
+
+    source = _C.codegen(_C.lower(main.handle, SM90), SM90)
+    assert "__syncthreads();" not in source[source.index("for (int32_t it"):]
