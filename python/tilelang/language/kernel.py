@@ -90,16 +90,26 @@ def _thread_extents(threads):
     return out
 
 
+def _kernel_indices(name, which):
+    """The innermost T.Kernel's thread (which=0) or block (which=2) index variables; a
+    syntax error outside a T.Kernel block."""
+    b = _builder.require(name)
+    if not b.kernels:
+        raise _builder.error(_builder.error_cls("TileLangSyntaxError"), f"{name} is used outside a T.Kernel block")
+    return b.kernels[-1][which]
+
+
+def _index_along(name, which, dim, what):
+    indices = _kernel_indices(name, which)
+    if not 0 <= dim < len(indices):
+        raise _builder.error(_builder.error_cls("TileLangTypeError"),
+                             f"{name}({dim}): the kernel has {len(indices)} {what} dimension(s)")
+    return indices
+
+
 def get_thread_binding(dim: int = 0):
     """The index of the current thread within its block along dim (GPU targets)."""
-    b = _builder.require("T.get_thread_binding")
-    if not b.kernels:
-        raise _builder.error(_builder.error_cls("TileLangSyntaxError"),
-                             "T.get_thread_binding is used outside a T.Kernel block")
-    thread_vars = b.kernels[-1][0]
-    if not 0 <= dim < len(thread_vars):
-        raise _builder.error(_builder.error_cls("TileLangTypeError"),
-                             f"T.get_thread_binding({dim}): the kernel has {len(thread_vars)} thread dimension(s)")
+    _index_along("T.get_thread_binding", 0, dim, "thread")
     # An intrinsic call rather than the variable itself, so that a target without threads
     # reports the line that asked for the index.
     return _C.call("thread_index", [dim])
@@ -107,30 +117,17 @@ def get_thread_binding(dim: int = 0):
 
 def get_block_binding(dim: int = 0):
     """The index of the current block along grid dimension dim (the name T.Kernel binds)."""
-    b = _builder.require("T.get_block_binding")
-    if not b.kernels:
-        raise _builder.error(_builder.error_cls("TileLangSyntaxError"),
-                             "T.get_block_binding is used outside a T.Kernel block")
-    block_vars = b.kernels[-1][2]
-    if not 0 <= dim < len(block_vars):
-        raise _builder.error(_builder.error_cls("TileLangTypeError"),
-                             f"T.get_block_binding({dim}): the kernel has {len(block_vars)} grid dimension(s)")
-    return block_vars[dim]
+    return _index_along("T.get_block_binding", 2, dim, "grid")[dim]
 
 
 def get_block_bindings():
     """The block index variables of the innermost T.Kernel (x, y, z as given)."""
-    b = _builder.require("T.get_block_bindings")
-    if not b.kernels:
-        raise _builder.error(_builder.error_cls("TileLangSyntaxError"),
-                             "T.get_block_bindings is used outside a T.Kernel block")
-    return list(b.kernels[-1][2])
+    return list(_kernel_indices("T.get_block_bindings", 2))
 
 
 def get_thread_bindings():
     """The thread index variables of the innermost T.Kernel (x, y, z as given)."""
-    b = _builder.require("T.get_thread_bindings")
-    return list(b.kernels[-1][0])
+    return list(_kernel_indices("T.get_thread_bindings", 0))
 
 
 def use_swizzle(panel_size: int, order: str = "row", enable: bool = True):
