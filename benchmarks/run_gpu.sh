@@ -11,8 +11,9 @@
 #                                         switch pass configs forced)
 #   bash benchmarks/run_gpu.sh pytest ARGS... (build, then pytest ARGS on cuda under the crash handler)
 #   bash benchmarks/run_gpu.sh fuzz [SEEDS] (build, then the differential fuzzer on cuda over SEEDS,
-#                                         default 0-39, FUZZ_SECONDS s per template (60); one
-#                                         summary line per template, a replay line per failure)
+#                                         default 0-39, FUZZ_CASES per template and seed (40), in
+#                                         FUZZ_JOBS processes (cores - 2), FUZZ_SECONDS s in all (300);
+#                                         one summary line per template, a replay line per failure)
 #   bash benchmarks/run_gpu.sh autotune   (build, the 126-configuration GEMM tune twice: fresh, cached;
 #                                         then fresh through a local Ray instance)
 #   bash benchmarks/run_gpu.sh attention  (build, the torch / eager suites on cuda, the attention
@@ -68,10 +69,12 @@ if [ "$ONLY" = pytest ]; then
   exit 0
 fi
 if [ "$ONLY" = fuzz ]; then
-  TILELANG_FUZZ_SEEDS=${2:-0-39} TILELANG_FUZZ_SECONDS=${FUZZ_SECONDS:-60} TILELANG_TEST_TARGETS=cuda \
-    timeout ${HOPPER_TEST_TIMEOUT:-600} $PY -m pytest -q -s -p no:cacheprovider tests/python/fuzz > "$LOGS/fuzz_cuda.log" 2>&1
-  grep -E "^\[cuda\]" "$LOGS/fuzz_cuda.log"; tail -1 "$LOGS/fuzz_cuda.log"
-  grep -E "^(FAILED|ERROR)|fuzz (mismatch|error):" "$LOGS/fuzz_cuda.log" | head -20
+  # The cases in parallel processes (compiling dominates), every template interleaved.
+  jobs=${FUZZ_JOBS:-$(( $(nproc) > 4 ? $(nproc) - 2 : 2 ))}
+  timeout ${HOPPER_TEST_TIMEOUT:-600} $PY tests/python/fuzz/runner.py --target cuda --seeds "${2:-0-39}" \
+    --cases ${FUZZ_CASES:-40} --jobs "$jobs" --seconds ${FUZZ_SECONDS:-300} > "$LOGS/fuzz_cuda.log" 2>&1
+  echo "fuzzer exit $?, $jobs processes"; grep -E "cases:" "$LOGS/fuzz_cuda.log"
+  grep -E "^fuzz (mismatch|error):|Traceback|Error" "$LOGS/fuzz_cuda.log" | head -20
   exit 0
 fi
 if [ "$ONLY" = attention ]; then
@@ -105,10 +108,12 @@ PYEOF
     timeout ${EXAMPLE_TIMEOUT:-120} $PY examples/attention/mla_decode.py $shape 2>&1 | tail -3 | tr '\n' ' '; echo
   done
   echo "== attention sweep: ours"
+  # ATTENTION_CONFIGS='[[bm,bn,stages,threads],...]': the forward sweep's configurations (both implementations)
+  CFG_ARGS=(); [ -n "${ATTENTION_CONFIGS:-}" ] && CFG_ARGS=(--configs "$ATTENTION_CONFIGS")
   ATTENTION_SWEEP_DUMP=$LOGS/kernel.attention.ours.cu timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_sweep.py \
-    --label ours --refs > "$LOGS/attention_ours.jsonl" 2> "$LOGS/attention_ours.err"; tail -2 "$LOGS/attention_ours.err"
+    --label ours --refs "${CFG_ARGS[@]}" > "$LOGS/attention_ours.jsonl" 2> "$LOGS/attention_ours.err"; tail -2 "$LOGS/attention_ours.err"
   if [ -n "${ATTENTION_OURS_ALSO:-}" ]; then  # ours again with these pass configs (JSON), for comparison
-    timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_sweep.py --label ours_also --pass-configs "$ATTENTION_OURS_ALSO" \
+    timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/attention_sweep.py --label ours_also --pass-configs "$ATTENTION_OURS_ALSO" "${CFG_ARGS[@]}" \
       > "$LOGS/attention_ours_also.jsonl" 2> "$LOGS/attention_ours_also.err"; tail -2 "$LOGS/attention_ours_also.err"
     $PY benchmarks/hopper_table.py "$LOGS/attention_ours_also.jsonl" /dev/null | tee "$LOGS/attention_table_also.txt"
   fi
@@ -116,7 +121,7 @@ PYEOF
     echo "== attention sweep: upstream TileLang"
     mkdir -p /tmp/tlref && tar -C /tmp/tlref -xJf .ref/tl_site.tar.xz
     (cd /tmp && PYTHONPATH=/tmp/tlref ATTENTION_SWEEP_DUMP=$LOGS/kernel.attention.upstream.cu timeout ${SWEEP_TIMEOUT:-900} \
-      $PY "$OLDPWD/benchmarks/attention_sweep.py" --label upstream) > "$LOGS/attention_upstream.jsonl" 2> "$LOGS/attention_upstream.err"
+      $PY "$OLDPWD/benchmarks/attention_sweep.py" --label upstream "${CFG_ARGS[@]}") > "$LOGS/attention_upstream.jsonl" 2> "$LOGS/attention_upstream.err"
     tail -2 "$LOGS/attention_upstream.err"
   fi
   echo "== attention backward sweep: ours against cuDNN / flash SDPA"

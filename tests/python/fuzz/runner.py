@@ -7,6 +7,8 @@ As a script, for runs bigger than the test suite's:
     python tests/python/fuzz/runner.py --target cpu --seeds 0-9 --cases 100
     python tests/python/fuzz/runner.py --target webgpu --template copy --seed 3 --case 41
     python tests/python/fuzz/runner.py --target cuda-compile --cases 20   (no GPU: compiled only)
+    python tests/python/fuzz/runner.py --target cuda --seeds 0-99 --jobs 14 --seconds 300
+        (cases in 14 processes at once, templates interleaved, until 300 s in all)
 
 prints one line per mismatch or error (its reproduction) and a summary per template.
 """
@@ -149,6 +151,43 @@ def run_cases(names, seeds, cases, target, seconds=None, at_least=1, report=None
     return outcomes
 
 
+def _quiet_worker():
+    import warnings
+    from tilelang.errors import TileLangPerformanceWarning
+    warnings.simplefilter("ignore", TileLangPerformanceWarning)  # slower paths are not failures here
+
+
+def run_cases_parallel(names, seeds, cases, target, jobs, seconds=None, report=None):
+    """The cases of run_cases in `jobs` processes (each with its own compiler and, on a GPU,
+    its own context), templates interleaved so that a time limit cuts every template alike:
+    no case starts after `seconds` in all. Returns the outcomes."""
+    import concurrent.futures as cf
+    import multiprocessing
+    kind = "cuda" if target.startswith("cuda") else target.split()[0]
+    names = [n for n in names if kind in getattr(TEMPLATES[n], "targets", (kind,))]
+    work = [(n, seed, index) for seed in seeds for index in range(cases) for n in names]
+    start, outcomes = time.monotonic(), []
+    # spawn: a forked child would inherit the parent's GPU state
+    with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                initializer=_quiet_worker) as pool:
+        pending, queue = set(), iter(work)
+        while True:
+            while len(pending) < 2 * jobs and (seconds is None or time.monotonic() - start < seconds):
+                item = next(queue, None)
+                if item is None:
+                    break
+                pending.add(pool.submit(run_case, *item, target))
+            if not pending:
+                break
+            done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for f in done:
+                o = f.result()
+                outcomes.append(o)
+                if report and o.status in (MISMATCH, ERROR):
+                    report(o.line())
+    return outcomes
+
+
 def summary(outcomes) -> str:
     lines = []
     for name in TEMPLATES:
@@ -175,7 +214,8 @@ def main(argv=None):
     ap.add_argument("--seed", "--seeds", dest="seeds", default="0", help="e.g. 0, 0-9 or 1,5,7")
     ap.add_argument("--case", type=int, help="run this one case only")
     ap.add_argument("--cases", type=int, default=50, help="cases per template and seed")
-    ap.add_argument("--seconds", type=float, help="stop a template after this long")
+    ap.add_argument("--seconds", type=float, help="stop a template after this long (with --jobs: the whole run)")
+    ap.add_argument("--jobs", type=int, default=1, help="cases run in this many processes at once")
     a = ap.parse_args(argv)
     import warnings
     from tilelang.errors import TileLangPerformanceWarning
@@ -186,6 +226,9 @@ def main(argv=None):
         outcomes = [run_case(n, s, a.case, a.target) for n in names for s in seeds]
         for o in outcomes:
             print(o.line() if o.status != OK else f"fuzz ok: {o.template} seed {o.seed} case {o.index} {o.params}")
+    elif a.jobs > 1:
+        outcomes = run_cases_parallel(names, seeds, a.cases, a.target, a.jobs, a.seconds,
+                                      report=lambda s: print(s, flush=True))
     else:
         outcomes = run_cases(names, seeds, a.cases, a.target, a.seconds, report=lambda s: print(s, flush=True))
     print(summary(outcomes))
