@@ -3,6 +3,8 @@ dtype and shape the best configuration of each implementation, the reference lib
 the ratios; geometric means per dtype; the cold compile times.
 
     python3 benchmarks/hopper_table.py ours.jsonl upstream.jsonl
+    python3 benchmarks/hopper_table.py --variants a.jsonl b.jsonl ...   (every label a column:
+        the best TFLOP/s and its configuration, for variants of ours against one reference)
 """
 from __future__ import annotations
 
@@ -73,5 +75,38 @@ def main(paths):
         print(f"compile speed-up over upstream: {median(compiles['upstream']) / median(compiles['ours']):.1f}x")
 
 
+def variants(paths):
+    best = defaultdict(dict)  # (dtype, shape) -> label -> (tflops, cfg)
+    labels = []
+    for p in paths:
+        try:
+            with open(p) as f:
+                rows = [json.loads(line) for line in f if line.startswith("{")]
+        except OSError as e:
+            print(f"(no {p}: {e})")
+            continue
+        for r in rows:
+            if r["label"] not in labels:
+                labels.append(r["label"])
+            if "tflops" not in r or r.get("err", 0) > 2e-2:
+                print(f"{'failed' if 'tflops' not in r else 'WRONG'}: {r['label']} {r['dtype']} {r['shape']} {r['cfg']}: "
+                      f"{r.get('error', r.get('err'))}")
+                continue
+            key = (r["dtype"], r["shape"])
+            if r["label"] not in best[key] or r["tflops"] > best[key][r["label"]][0]:
+                best[key][r["label"]] = (r["tflops"], r["cfg"])
+    table = [("dtype", "shape", *labels)]
+    for (dtype, shape), by in best.items():
+        table.append((dtype, shape, *(f"{by[l][0]:.0f} {tuple(by[l][1]) if by[l][1] else ''}".strip() if l in by else "-"
+                                      for l in labels)))
+    widths = [max(len(str(r[i])) for r in table) for i in range(len(table[0]))]
+    print("TFLOP/s (best configuration)")
+    for r in table:
+        print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:2] == ["--variants"]:
+        variants(sys.argv[2:])
+    else:
+        main(sys.argv[1:])
