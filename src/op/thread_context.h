@@ -60,6 +60,9 @@ struct ThreadContext {
   std::vector<Buffer> scratch;
   // Lines for the lowering report (slower paths a lowering takes), when the pass keeps one.
   std::vector<std::string>* report = nullptr;
+  // The block has threads along y or z (WebGPU's compilers then refuse the subgroup
+  // builtins).
+  bool multi_axis_block = false;
 
   // The layout of a fragment buffer; null for other scopes.
   const TilePartition* layout_of(const Buffer& b) const {
@@ -67,11 +70,12 @@ struct ThreadContext {
     return it == layouts.fragments.end() ? nullptr : &it->second;
   }
   // How many consecutive threads exchange registers by shuffles: a CUDA warp; a WebGPU
-  // subgroup when the block is whole subgroups (a partial one has lanes that hold nothing);
-  // 1 where lowerings go through shared memory alone.
-  int64_t shuffle_width() const {
+  // subgroup when the block is one axis of whole subgroups (a partial one has lanes that
+  // hold nothing); 1 where lowerings go through shared memory alone.
+  int64_t shuffle_width() const { return shuffle_width_of(target, num_threads, multi_axis_block); }
+  static int64_t shuffle_width_of(const Target& target, int64_t num_threads, bool multi_axis_block) {
     int64_t w = target.warp_size();
-    return target.kind == "webgpu" && num_threads % w != 0 ? 1 : w;
+    return target.kind == "webgpu" && (num_threads % w != 0 || multi_axis_block) ? 1 : w;
   }
   // The default spread of a tile of this shape and dtype (for shared/global work).
   TilePartition default_partition(const std::vector<int64_t>& shape, DataType t) const {

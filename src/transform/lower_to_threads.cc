@@ -126,6 +126,13 @@ class ThreadLowering : public IRMutator {
     return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, n->threads, body, n->span, n->cluster);
   }
 
+  // Threads along y or z (WebGPU's compilers take subgroup builtins in x-only blocks).
+  bool multi_axis_block() const {
+    for (size_t d = 1; d < kernel_->threads.size(); ++d)
+      if (kernel_->threads[d] > 1) return true;
+    return false;
+  }
+
   // Threads exist only inside a kernel: host code (allowed on the CPU) has none to spread
   // a tile over.
   void require_kernel(Span span, const std::string& what) const {
@@ -141,7 +148,7 @@ class ThreadLowering : public IRMutator {
     if (!def->lower_threads)
       fail(ErrorKind::Unsupported, n->span, "T." + n->op + " is not supported on target " + target_.kind + " yet",
            "run this kernel on target=\"cpu\" for now");
-    ThreadContext ctx{target_, az_, thread_, threads_, *layouts_, {}, &report};
+    ThreadContext ctx{target_, az_, thread_, threads_, *layouts_, {}, &report, multi_axis_block()};
     Stmt lowered = def->lower_threads(*n, ctx);
     for (auto it = ctx.scratch.rbegin(); it != ctx.scratch.rend(); ++it)
       lowered = std::make_shared<AllocateNode>(*it, lowered, Attrs{}, n->span);
@@ -154,6 +161,19 @@ class ThreadLowering : public IRMutator {
       if (!d || *d < 0 || size_t(*d) >= kernel_->thread_vars.size())
         fail(ErrorKind::Type, n->span, "T.get_thread_binding: no thread dimension " + to_str(n->args.at(0)));
       return kernel_->thread_vars[*d];
+    }
+    if (n->op == "shuffle_width" && kernel_) {
+      // How many consecutive threads exchange values by shuffles on this target (the thread
+      // all-reduce's levels are chosen by it); 1: they meet in shared memory.
+      int64_t w = ThreadContext::shuffle_width_of(target_, threads_, multi_axis_block());
+      if (w == 1 && !shuffle_report_) {
+        report.push_back(n->span.str() + ": T.tvm_thread_allreduce through shared memory [slower path: " +
+                         (target_.warp_size() > 1 ? "WebGPU's subgroup operations need a block of one thread axis "
+                                                    "of whole subgroups"
+                                                  : "no shuffles on target " + target_.kind) + "]");
+        shuffle_report_ = true;
+      }
+      return make_int(w);
     }
     return IRMutator::mutate_call(e, n);
   }
@@ -531,7 +551,7 @@ class ThreadLowering : public IRMutator {
     // fragment updates (each copy must change), wrong for atomics, which run once.
     Expr once = has_atomic(body) ? layout.first_replica(thread_, n->span) : nullptr;
 
-    ThreadContext ctx{target_, az_, thread_, threads_, *layouts_, {}};
+    ThreadContext ctx{target_, az_, thread_, threads_, *layouts_, {}, nullptr, multi_axis_block()};
     ++in_thread_code_;
     Stmt out = ctx.over_owned(layout, [&](const std::vector<Expr>& index) {
       std::unordered_map<const VarNode*, Expr> sub;
@@ -675,6 +695,7 @@ class ThreadLowering : public IRMutator {
   const KernelNode* kernel_ = nullptr;
   Expr thread_;
   int64_t threads_ = 1;
+  bool shuffle_report_ = false;  // the report says once that the all-reduce has no shuffles
   int in_thread_code_ = 0;
 };
 

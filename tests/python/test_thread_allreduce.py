@@ -1,6 +1,10 @@
 """T.comm_reducer + T.tvm_thread_allreduce (TVM's thread all-reduce, as upstream's SIMT GEMV
-examples write it): every thread gets the combination of its group's values, through
-shared memory (with a performance warning: no warp shuffles for this form yet)."""
+examples write it): every thread gets the combination of its group's values. A group along
+one thread axis whose extent and stride are powers of two combines by butterfly shuffles
+inside each warp (a WebGPU subgroup, where the block is one axis of whole subgroups), then
+across the warps it spans through shared memory; other groups meet in shared memory alone,
+with a performance warning."""
+import re
 import warnings
 
 import numpy as np
@@ -14,17 +18,18 @@ from tilelang.errors import TileLangPerformanceWarning, TileLangTypeError
 SM90 = "cuda -arch=sm_90a"
 
 
-def gemv(n, k, block_n, reduce_threads, op="sum", axis_name="get"):
+def gemv(n, k, block_n, reduce_threads, op="sum", k_first=False):
     """y = B x (op "sum") or y = max_j B[i, j] * x[j] (op "max"): threads (block_n,
-    reduce_threads); each (tn, tk) thread takes every reduce_threads-th column of its row,
-    then the tk threads of a row all-reduce."""
+    reduce_threads), or (reduce_threads, block_n) with k_first; each (tn, tk) thread takes
+    every reduce_threads-th column of its row, then the tk threads of a row all-reduce."""
     per = k // reduce_threads
+    threads = (reduce_threads, block_n) if k_first else (block_n, reduce_threads)
 
     @T.prim_func
     def main(x: T.Tensor((k,), "float32"), B: T.Tensor((n, k), "float32"), y: T.Tensor((n,), "float32")):
-        with T.Kernel(n // block_n, threads=(block_n, reduce_threads)) as bn:
-            tn = T.get_thread_binding(0)
-            tk = T.get_thread_binding(1)
+        with T.Kernel(n // block_n, threads=threads) as bn:
+            tn = T.get_thread_binding(1 if k_first else 0)
+            tk = T.get_thread_binding(0 if k_first else 1)
             part = T.alloc_local((1,), "float32")
             total = T.alloc_local((1,), "float32")
             part[0] = 0.0 if op == "sum" else -T.infinity("float32")
@@ -46,28 +51,69 @@ def reference(x, B, reduce_threads, op):
     return prods.sum(axis=1) if op == "sum" else prods.max(axis=1)
 
 
-@pytest.mark.parametrize("block_n, reduce_threads, op", [(4, 8, "sum"), (2, 16, "max"), (1, 32, "sum"),
-                                                         (2, 32, "sum"), (8, 16, "max")])
-def test_thread_allreduce_numerics(target, rng, block_n, reduce_threads, op):
+@pytest.mark.parametrize("block_n, reduce_threads, op, k_first", [
+    (4, 8, "sum", False), (2, 16, "max", False), (1, 32, "sum", False), (2, 32, "sum", False),
+    (8, 16, "max", False),
+    (1, 64, "sum", True),     # a one-axis block: WebGPU's subgroups too
+    (2, 64, "max", True),     # groups of 64 contiguous threads: two warps each
+    (4, 12, "sum", False),    # 12 threads a group: shared memory alone
+])
+def test_thread_allreduce_numerics(target, rng, block_n, reduce_threads, op, k_first):
     if target == "cpu":
         pytest.skip("thread-level code: the CPU back end has no thread index")
-    n, k = 64, 256
+    n, k = 64, 768
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        kernel = tilelang.compile(gemv(n, k, block_n, reduce_threads, op), out_idx=[-1], target=target)
-    assert any("goes through shared memory" in str(w.message) for w in caught
-               if issubclass(w.category, TileLangPerformanceWarning))
+        kernel = tilelang.compile(gemv(n, k, block_n, reduce_threads, op, k_first), out_idx=[-1], target=target)
+    slower = [str(w.message) for w in caught if issubclass(w.category, TileLangPerformanceWarning)]
+    shared_only = reduce_threads & (reduce_threads - 1) != 0
+    assert any("goes through shared memory" in m for m in slower) == shared_only, slower
+    # WebGPU's compilers take subgroup builtins in blocks of threads along x only.
+    y_axis = block_n > 1 or not k_first
+    report = kernel.get_lowering_report()
+    assert ("T.tvm_thread_allreduce through shared memory [slower path: WebGPU's subgroup operations need a "
+            "block of one thread axis" in report) == (target == "webgpu" and y_axis and not shared_only), report
     x = rng.standard_normal(k).astype(np.float32)
     B = rng.standard_normal((n, k)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(kernel(x, B)), reference(x, B, reduce_threads, op), rtol=1e-4, atol=1e-4)
 
 
-def test_group_meets_in_shared_memory():
-    """Each thread stores its value, a barrier, then each combines its group's values; a
-    barrier before the shared tile is written again (the kernel runs the call twice)."""
-    source = _C.codegen(_C.lower(gemv(64, 256, 4, 8).handle, SM90), SM90)
-    body = source[source.index("__global__"):]
-    store = body.index("allreduce_shared[tx + ty * 4] = part[0];")
+def _cuda_body(func):
+    source = _C.codegen(_C.lower(func.handle, SM90), SM90)
+    return source[source.index("__global__"):]
+
+
+def test_a_group_inside_a_warp_combines_by_shuffles():
+    """8 threads 4 apart (threads (4, 8), the group along y): lane masks 16, 8, 4, nothing
+    in shared memory and no barrier."""
+    body = _cuda_body(gemv(64, 256, 4, 8))
+    masks = re.findall(r"__shfl_xor_sync\(0xffffffffu, allreduce_acc\[0\], (\d+), 32\)", body)
+    assert masks == ["16", "8", "4"], masks
+    assert "__syncthreads" not in body and "allreduce_shared[" not in body
+
+
+def test_a_group_across_warps_meets_in_shared_memory_after_the_shuffles():
+    """32 threads 2 apart span two warps: shuffles with masks 16 .. 2 inside each, then each
+    warp's value in shared memory, a barrier, and every thread combines the two warps' in
+    the same order."""
+    body = _cuda_body(gemv(64, 256, 2, 32))
+    masks = re.findall(r"__shfl_xor_sync\(0xffffffffu, allreduce_acc\[0\], (\d+), 32\)", body)
+    assert masks == ["16", "8", "4", "2"], masks
+    store = body.index("allreduce_shared[tx + ty * 2] = allreduce_acc[0];")
+    combine = body.index("allreduce_total[0] = allreduce_total[0] + allreduce_shared[tx + r * 32];")
+    assert body.index(masks and "__shfl_xor_sync") < store < body.index("__syncthreads();", store) < combine
+    assert "r < 2;" in body
+
+
+def test_other_groups_meet_in_shared_memory_with_a_warning():
+    """12 threads a group: each thread stores its value, a barrier, then each combines its
+    group's values."""
+    with pytest.warns(TileLangPerformanceWarning, match=r"over 1 thread axes of \[12\] threads goes through shared "
+                      r"memory .*slower path: warp shuffles need one thread axis whose extent and stride are powers"):
+        func = gemv(64, 768, 4, 12)
+    body = _cuda_body(func)
+    assert "__shfl_xor_sync" not in body
+    store = body.index("allreduce_shared[tx + ty * 4] = allreduce_acc[0];")
     combine = body.index("allreduce_acc[0] = allreduce_acc[0] + allreduce_shared[tx + j_1 * 4];")
     assert store < body.index("__syncthreads();", store) < combine
 

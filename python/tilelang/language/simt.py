@@ -97,35 +97,62 @@ def tvm_thread_allreduce(*args, dtype="handle"):
     value = _C.cast(result.dtype, value) if is_expr(value) and value.dtype != result.dtype else value
     combine = reducer.combiner
     handle, indices = _C.load_parts(result)
-    # The kernel's target is not known here, nor its warp or subgroup width: the group meets
-    # in shared memory, which every GPU target has.
-    warnings.warn(f"{b.file}:{b.line}: T.tvm_thread_allreduce goes through shared memory (a store, a barrier, "
-                  "a serial combination per thread) [slower path: no warp shuffles for this form yet]",
-                  TileLangPerformanceWarning, stacklevel=2)
     from .alloc import _alloc
     n = math.prod(extents)
-    red = _alloc((n,), result.dtype, "shared.dyn", "allreduce_shared")
     tid = [_C.call("thread_index", [d]) for d in range(len(extents))]
     lin = tid[0]
     for d in range(1, len(tid)):
         lin = lin + tid[d] * strides[d]
-    b.emit(_C.store(red.handle, value, [lin]))
-    # The group's first thread, then every member in turn, in one order for all of them.
-    base = lin
+    base = lin  # the group's first thread
     for d in axes:
         base = base - tid[d] * strides[d]
     members = math.prod(extents[d] for d in axes)
-    j = _C.var("j", "int32")
-    offset, rest = 0, j
-    for d in axes:
-        offset = offset + (rest % extents[d]) * strides[d]
-        rest = rest // extents[d]
-    acc_buf = _alloc((1,), result.dtype, "local", "allreduce_acc")
-    b.emit(_C.store(acc_buf.handle, reducer.identity if is_expr(reducer.identity) else
-                    _C.const(reducer.identity, result.dtype), [0]))
-    step = _C.store(acc_buf.handle, combine(acc_buf[0], red[base + offset]), [0])
-    b.emit(_C.for_(j, 0, members, "serial", step, {}))
-    b.emit(_C.store(handle, acc_buf[0], list(indices)))
+    acc = _alloc((1,), result.dtype, "local", "allreduce_acc")
+    b.emit(_C.store(acc.handle, value, [0]))
+    power_of_two = lambda v: v & (v - 1) == 0  # noqa: E731
+    if len(axes) == 1 and power_of_two(extents[axes[0]]) and power_of_two(strides[axes[0]]):
+        # One thread axis of 2^a threads, 2^b apart: the members whose flat indices lie in one
+        # warp combine by butterfly shuffles (lane masks m * stride), every member ending with
+        # the same value; the warps (or, where the target has no shuffles, the threads) the
+        # group spans then meet in shared memory. The width W of a shuffle is the target's
+        # (`shuffle_width`, a constant once the target is known), so which levels run is
+        # decided there.
+        e, s = extents[axes[0]], strides[axes[0]]
+        width = _C.call_typed("int32", "shuffle_width", [])
+        m = e // 2
+        while m >= 1:
+            step = _C.store(acc.handle, combine(acc[0], _C.call_typed(result.dtype, "shfl_xor", [acc[0], m * s, width])),
+                            [0])
+            b.emit(_C.if_(m * s < width, step, None))
+            m //= 2
+        per_warp = (width + (s - 1)) // s  # members in one warp: W / s, at least 1 (both powers of two)
+        red = _alloc((n,), result.dtype, "shared.dyn", "allreduce_shared")
+        total = _alloc((1,), result.dtype, "local", "allreduce_total")
+        r = _C.var("r", "int32")
+        across = [_C.store(red.handle, acc[0], [lin]),
+                  _C.store(total.handle, reducer.identity if is_expr(reducer.identity) else
+                           _C.const(reducer.identity, result.dtype), [0]),
+                  _C.for_(r, 0, e // per_warp, "serial",
+                          _C.store(total.handle, combine(total[0], red[base + r * per_warp * s]), [0]), {}),
+                  _C.store(acc.handle, total[0], [0])]
+        b.emit(_C.if_(e * s > width, _C.seq(across), None))
+    else:
+        # Several axes, or extents that are not powers of two: the group meets in shared memory.
+        warnings.warn(f"{b.file}:{b.line}: T.tvm_thread_allreduce over {len(axes)} thread axes of "
+                      f"{[extents[d] for d in axes]} threads goes through shared memory (a store, a barrier, a "
+                      "serial combination per thread) [slower path: warp shuffles need one thread axis whose "
+                      "extent and stride are powers of two]", TileLangPerformanceWarning, stacklevel=2)
+        red = _alloc((n,), result.dtype, "shared.dyn", "allreduce_shared")
+        b.emit(_C.store(red.handle, acc[0], [lin]))
+        j = _C.var("j", "int32")
+        offset, rest = 0, j
+        for d in axes:
+            offset = offset + (rest % extents[d]) * strides[d]
+            rest = rest // extents[d]
+        b.emit(_C.store(acc.handle, reducer.identity if is_expr(reducer.identity) else
+                        _C.const(reducer.identity, result.dtype), [0]))
+        b.emit(_C.for_(j, 0, members, "serial", _C.store(acc.handle, combine(acc[0], red[base + offset]), [0]), {}))
+    b.emit(_C.store(handle, acc[0], list(indices)))
     return None
 
 
