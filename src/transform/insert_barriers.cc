@@ -1,5 +1,7 @@
 #include "transform/insert_barriers.h"
 
+#include <algorithm>
+
 #include <functional>
 #include <optional>
 #include <tuple>
@@ -628,12 +630,19 @@ class BarrierPlanner {
         for (size_t d = 0; same && d < idx.size(); ++d)
           same = structural_equal(substitute(idx[d], loop_vars), substitute(all.front()[d], loop_vars));
       }
+      // (Only an axis with more than one thread tells threads apart: `x_s[tk, t]` with one
+      // thread along tk is the same element for the whole block.)
       bool by_thread = false;
+      auto varies = [&](int axis) {
+        return std::find(thread_axes_.begin(), thread_axes_.end(), axis) != thread_axes_.end();
+      };
       for (auto& i : all.front())
         for_each_expr(std::make_shared<EvaluateNode>(i, i->span), [&](const ExprNode* e) {
           auto* v = dynamic_cast<const VarNode*>(e);
           auto* c = dynamic_cast<const CallNode*>(e);
-          by_thread = by_thread || (v && thread_names_.count(v)) || (c && c->op == "thread_index");
+          auto name = v ? thread_names_.find(v) : thread_names_.end();
+          const int64_t* axis = c && c->op == "thread_index" && !c->args.empty() ? const_int(c->args[0]) : nullptr;
+          by_thread = by_thread || (name != thread_names_.end() && varies(name->second)) || (axis && varies(int(*axis)));
         });
       if (same && by_thread) continue;
       for (int axis : thread_axes_) {

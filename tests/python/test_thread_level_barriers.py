@@ -120,6 +120,44 @@ def test_index_by_one_thread_axis_is_not_a_threads_own():
     assert loop.count("__syncthreads();") == 2, loop
 
 
+def staged_by_every_thread(rows):
+    """x's chunk staged in shared memory by every thread at x_s[tk, t], with one thread
+    along tk: the 64 threads of the block all write and read the same elements."""
+
+    @T.prim_func
+    def main(x: T.Tensor((16,), "float32"), B: T.Tensor((rows, 16), "float32"), y: T.Tensor((rows,), "float32")):
+        with T.Kernel(1, threads=(rows, 1)) as _:
+            tn = T.get_thread_binding(0)
+            tk = T.get_thread_binding(1)
+            x_s = T.alloc_shared((1, 8), "float32")
+            acc = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for c in T.serial(2):
+                for t in T.serial(8):
+                    x_s[tk, t] = x[c * 8 + t]
+                for t in T.serial(8):
+                    acc[0] += x_s[tk, t] * B[tn, c * 8 + t]
+            y[tn] = acc[0]
+
+    return main
+
+
+def test_index_by_an_axis_of_one_thread_is_not_a_threads_own(target, rng):
+    """An index by a thread axis of extent 1 (tk) is the same for every thread: the chunk
+    is shared by the block and gets barriers (the thread_level fuzzer template on cuda:
+    the second warp read the next chunk's x before this one's products were done)."""
+    if target == "cpu":
+        pytest.skip("thread-level code: the CPU back end has no thread index")
+    source = _C.codegen(_C.lower(staged_by_every_thread(64).handle, SM90), SM90)
+    loop = source[source.index("for (int32_t c"):]
+    loop = loop[:loop.index("\n  }\n")]
+    assert loop.count("__syncthreads();") == 2, loop
+    kernel = tilelang.compile(staged_by_every_thread(64), out_idx=[-1], target=target)
+    x = rng.standard_normal(16).astype(np.float32)
+    B = rng.standard_normal((64, 16)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(kernel(x, B)), B.astype(np.float64) @ x, rtol=1e-5, atol=1e-4)
+
+
 def test_parallel_over_a_threads_own_array(target, rng):
     """`for v in T.Parallel(8): loc[v] *= s[0]` on a T.alloc_local array in thread-level code:
     every thread runs all 8 iterations on its own array (upstream's mxfp4 dequantisation
