@@ -47,8 +47,6 @@ def main():
     ap.add_argument("--refs", action="store_true")
     ap.add_argument("--pass-configs", default="{}", help="JSON dict of pass configs for every kernel")
     ap.add_argument("--configs", default=None, help="JSON list of [block_M, block_N, stages, threads] (default: all)")
-    ap.add_argument("--persistent", action="store_true",
-                    help="one block per SM taking the query tiles in turn (T.Persistent)")
     ap.add_argument("--schedule", default=None, help="JSON dict of T.Pipelined's order / stage / group (ours only)")
     args = ap.parse_args()
     configs = [tuple(c) for c in json.loads(args.configs)] if args.configs else CONFIGS
@@ -76,8 +74,6 @@ def main():
             try:
                 t0 = time.perf_counter()
                 sched = {"schedule": json.loads(args.schedule)} if args.schedule else {}
-                if args.persistent:
-                    sched["persistent_blocks"] = torch.cuda.get_device_properties(0).multi_processor_count
                 kern = tilelang.compile(flash_attention_fwd(b, h, s, d, causal, block_M=bm, block_N=bn,
                                                             num_stages=stages, threads=threads, **sched),
                                         out_idx=[-1], target="cuda", **({"pass_configs": pass_configs} if pass_configs else {}))

@@ -450,24 +450,20 @@ def _attention_reference(q, k, v, is_causal):
 
 
 @pytest.mark.parametrize(
-    "batch, heads, seq_len, dim, is_causal, dtype, persistent",
+    "batch, heads, seq_len, dim, is_causal, dtype",
     [
-        pytest.param(1, 2, 128, 64, False, "float32", None, id="fp32"),
-        pytest.param(2, 2, 128, 64, True, "float32", None, id="fp32-causal"),
+        pytest.param(1, 2, 128, 64, False, "float32", id="fp32"),
+        pytest.param(2, 2, 128, 64, True, "float32", id="fp32-causal"),
         # 100 is not a multiple of the 64-wide query and key tiles.
-        pytest.param(1, 2, 100, 64, False, "float32", None, id="fp32-ragged"),
-        pytest.param(1, 2, 100, 64, True, "float32", None, id="fp32-ragged-causal"),
-        pytest.param(2, 2, 128, 64, False, "float16", None, id="fp16"),
-        pytest.param(1, 2, 256, 64, True, "float16", None, id="fp16-causal"),
-        # Three blocks take the 2 x 2 x 2 (causal: 2 x 2 x 4) query tiles in turn.
-        pytest.param(2, 2, 128, 64, False, "float16", 3, id="fp16-persistent"),
-        pytest.param(2, 2, 256, 64, True, "float16", 3, id="fp16-causal-persistent"),
-        pytest.param(1, 2, 100, 64, True, "float32", 3, id="fp32-ragged-causal-persistent"),
+        pytest.param(1, 2, 100, 64, False, "float32", id="fp32-ragged"),
+        pytest.param(1, 2, 100, 64, True, "float32", id="fp32-ragged-causal"),
+        pytest.param(2, 2, 128, 64, False, "float16", id="fp16"),
+        pytest.param(1, 2, 256, 64, True, "float16", id="fp16-causal"),
     ],
 )
-def test_flash_attention_fwd(target, rng, batch, heads, seq_len, dim, is_causal, dtype, persistent):
+def test_flash_attention_fwd(target, rng, batch, heads, seq_len, dim, is_causal, dtype):
     func = kernels.attention.flash_attention_fwd(batch, heads, seq_len, dim, is_causal,
-                                                 block_M=64, block_N=64, dtype=dtype, persistent_blocks=persistent)
+                                                 block_M=64, block_N=64, dtype=dtype)
     kernel = _compile(func, target, out_idx=[3])
     shape = (batch, seq_len, heads, dim)
     q = _normal(rng, shape, dtype)

@@ -6,11 +6,9 @@ LOG2E = 1.4426950408889634
 
 
 def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
-                        dtype="float16", num_stages=1, threads=128, schedule=None, persistent_blocks=None):
+                        dtype="float16", num_stages=1, threads=128, schedule=None):
     """O = softmax(Q K^T / sqrt(dim) [+ causal mask]) V, one block per
-    (query tile, head, batch), or with `persistent_blocks` that many blocks taking the
-    query tiles in turn (T.Persistent: the loads of a block's next tile overlap the end
-    of its current one).
+    (query tile, head, batch).
 
     The query tile stays in shared memory while key/value tiles stream through
     a pipelined loop. Scores are kept in base-2: s * log2(e) / sqrt(dim), so
@@ -26,55 +24,6 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
     q_tiles = (seq_len + block_M - 1) // block_M
     grid = (heads, batch, q_tiles) if is_causal else (q_tiles, heads, batch)
 
-    @T.macro
-    def query_tile(Q, K, V, Output, bx, by, bz, Q_shared, K_shared, V_shared, scores, probs, acc_o,
-                   row_max, row_max_prev, rescale, tile_sum, denom):
-        T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
-        T.clear(acc_o)
-        T.clear(denom)
-        T.fill(row_max, -T.infinity(accum_dtype))
-
-        # Causal: key tiles entirely above the diagonal are skipped.
-        n_key_tiles = (
-            T.min(T.ceildiv(seq_len, block_N), T.ceildiv((bx + 1) * block_M, block_N))
-            if is_causal else T.ceildiv(seq_len, block_N))
-
-        for k in T.Pipelined(n_key_tiles, num_stages=num_stages, **(schedule or {})):
-            T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)
-            # Start the scores at 0 where attention is allowed, -inf where not.
-            if is_causal:
-                for i, j in T.Parallel(block_M, block_N):
-                    scores[i, j] = T.if_then_else(
-                        bx * block_M + i >= k * block_N + j, 0, -T.infinity(accum_dtype))
-            elif ragged_keys:
-                for i, j in T.Parallel(block_M, block_N):
-                    scores[i, j] = T.if_then_else(
-                        k * block_N + j < seq_len, 0, -T.infinity(accum_dtype))
-            else:
-                T.clear(scores)
-            T.gemm(Q_shared, K_shared, scores, transpose_B=True)
-
-            # Online softmax update.
-            T.copy(row_max, row_max_prev)
-            T.reduce_max(scores, row_max, dim=1, clear=False)
-            for i in T.Parallel(block_M):
-                rescale[i] = T.exp2(row_max_prev[i] * scale - row_max[i] * scale)
-            for i, j in T.Parallel(block_M, block_N):
-                scores[i, j] = T.exp2(scores[i, j] * scale - row_max[i] * scale)
-            T.reduce_sum(scores, tile_sum, dim=1)
-            for i in T.Parallel(block_M):
-                denom[i] = denom[i] * rescale[i] + tile_sum[i]
-            T.copy(scores, probs)
-
-            for i, j in T.Parallel(block_M, dim):
-                acc_o[i, j] *= rescale[i]
-            T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_shared)
-            T.gemm(probs, V_shared, acc_o)
-
-        for i, j in T.Parallel(block_M, dim):
-            acc_o[i, j] /= denom[i]
-        T.copy(acc_o, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
-
     @T.prim_func
     def main(
         Q: T.Tensor(shape, dtype),
@@ -82,7 +31,13 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
         V: T.Tensor(shape, dtype),
         Output: T.Tensor(shape, dtype),
     ):
-        with T.Kernel(*(grid if persistent_blocks is None else (persistent_blocks,)), threads=threads) as block:
+        with T.Kernel(*grid, threads=threads) as (g0, g1, g2):
+            # Causal: query tile bx has bx + 1 key tiles of work. The tiles are launched
+            # longest first (the grid's slowest index, reversed), so that the blocks that
+            # start last are the short ones and the SMs finish together.
+            bx = q_tiles - 1 - g2 if is_causal else g0
+            by = g0 if is_causal else g1
+            bz = g1 if is_causal else g2
             Q_shared = T.alloc_shared((block_M, dim), dtype)
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
@@ -94,20 +49,51 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
             rescale = T.alloc_fragment((block_M,), accum_dtype)
             tile_sum = T.alloc_fragment((block_M,), accum_dtype)
             denom = T.alloc_fragment((block_M,), accum_dtype)
-            buffers = (Q_shared, K_shared, V_shared, scores, probs, acc_o, row_max, row_max_prev, rescale,
-                       tile_sum, denom)
-            if persistent_blocks is None:
-                g0, g1, g2 = block
-                # Causal: query tile bx has bx + 1 key tiles of work. The tiles are launched
-                # longest first (the grid's slowest index, reversed), so that the blocks that
-                # start last are the short ones and the SMs finish together.
+
+            T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
+            T.clear(acc_o)
+            T.clear(denom)
+            T.fill(row_max, -T.infinity(accum_dtype))
+
+            # Causal: key tiles entirely above the diagonal are skipped.
+            n_key_tiles = (
+                T.min(T.ceildiv(seq_len, block_N), T.ceildiv((bx + 1) * block_M, block_N))
+                if is_causal else T.ceildiv(seq_len, block_N))
+
+            for k in T.Pipelined(n_key_tiles, num_stages=num_stages, **(schedule or {})):
+                T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)
+                # Start the scores at 0 where attention is allowed, -inf where not.
                 if is_causal:
-                    query_tile(Q, K, V, Output, q_tiles - 1 - g2, g0, g1, *buffers)
+                    for i, j in T.Parallel(block_M, block_N):
+                        scores[i, j] = T.if_then_else(
+                            bx * block_M + i >= k * block_N + j, 0, -T.infinity(accum_dtype))
+                elif ragged_keys:
+                    for i, j in T.Parallel(block_M, block_N):
+                        scores[i, j] = T.if_then_else(
+                            k * block_N + j < seq_len, 0, -T.infinity(accum_dtype))
                 else:
-                    query_tile(Q, K, V, Output, g0, g1, g2, *buffers)
-            else:
-                # The query tiles in turn, longest first when causal (the first index is slowest).
-                for t, by, bz in T.Persistent([q_tiles, heads, batch], persistent_blocks, block, 1):
-                    query_tile(Q, K, V, Output, q_tiles - 1 - t if is_causal else t, by, bz, *buffers)
+                    T.clear(scores)
+                T.gemm(Q_shared, K_shared, scores, transpose_B=True)
+
+                # Online softmax update.
+                T.copy(row_max, row_max_prev)
+                T.reduce_max(scores, row_max, dim=1, clear=False)
+                for i in T.Parallel(block_M):
+                    rescale[i] = T.exp2(row_max_prev[i] * scale - row_max[i] * scale)
+                for i, j in T.Parallel(block_M, block_N):
+                    scores[i, j] = T.exp2(scores[i, j] * scale - row_max[i] * scale)
+                T.reduce_sum(scores, tile_sum, dim=1)
+                for i in T.Parallel(block_M):
+                    denom[i] = denom[i] * rescale[i] + tile_sum[i]
+                T.copy(scores, probs)
+
+                for i, j in T.Parallel(block_M, dim):
+                    acc_o[i, j] *= rescale[i]
+                T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_shared)
+                T.gemm(probs, V_shared, acc_o)
+
+            for i, j in T.Parallel(block_M, dim):
+                acc_o[i, j] /= denom[i]
+            T.copy(acc_o, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
 
     return main
