@@ -47,6 +47,7 @@ def main():
     ap.add_argument("--refs", action="store_true")
     ap.add_argument("--pass-configs", default="{}", help="JSON dict of pass configs for every kernel")
     ap.add_argument("--configs", default=None, help="JSON list of [block_M, block_N, stages, threads] (default: all)")
+    ap.add_argument("--tile-order", default=None, help="causal tiles: by_head (default) or longest_first")
     ap.add_argument("--schedule", default=None, help="JSON dict of T.Pipelined's order / stage / group (ours only)")
     args = ap.parse_args()
     configs = [tuple(c) for c in json.loads(args.configs)] if args.configs else CONFIGS
@@ -74,6 +75,8 @@ def main():
             try:
                 t0 = time.perf_counter()
                 sched = {"schedule": json.loads(args.schedule)} if args.schedule else {}
+                if args.tile_order:
+                    sched["tile_order"] = args.tile_order
                 kern = tilelang.compile(flash_attention_fwd(b, h, s, d, causal, block_M=bm, block_N=bn,
                                                             num_stages=stages, threads=threads, **sched),
                                         out_idx=[-1], target="cuda", **({"pass_configs": pass_configs} if pass_configs else {}))

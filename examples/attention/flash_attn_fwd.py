@@ -50,7 +50,7 @@ def flash_attn_fwd(batch, heads, seq_len, dim, heads_kv=None, is_causal=False, l
     kv_shape = (batch, heads_kv, seq_len, dim) if layout == "bhsd" else (batch, seq_len, heads_kv, dim)
     masked = is_causal or seq_len % block_N != 0
     q_tiles = (seq_len + block_M - 1) // block_M
-    grid = (heads, batch, q_tiles) if is_causal else (q_tiles, heads, batch)
+    grid = (q_tiles, heads, batch)
 
     def rows(X, b, h, start, n):
         """The n x dim tile of sequence positions [start, start + n) of head h."""
@@ -59,9 +59,10 @@ def flash_attn_fwd(batch, heads, seq_len, dim, heads_kv=None, is_causal=False, l
     @T.macro
     def attention(Q, K, V, O, LSE):
         with T.Kernel(*grid, threads=threads) as (g0, g1, g2):
-            # Causal: the query tiles with the most key tiles are launched first.
-            bx = q_tiles - 1 - g2 if is_causal else g0
-            by, bz = (g0, g1) if is_causal else (g1, g2)
+            # Causal: a head's query tiles one after another, those with the most key tiles
+            # first; the blocks running together share the head's keys and values in L2.
+            bx = q_tiles - 1 - g0 if is_causal else g0
+            by, bz = g1, g2
             Q_s = T.alloc_shared((block_M, dim), dtype)
             K_s = T.alloc_shared((block_N, dim), dtype)
             V_s = T.alloc_shared((block_N, dim), dtype)

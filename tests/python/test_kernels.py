@@ -476,6 +476,19 @@ def test_flash_attention_fwd(target, rng, batch, heads, seq_len, dim, is_causal,
     np.testing.assert_allclose(_f64(o), ref, **tol)
 
 
+@pytest.mark.parametrize("tile_order", ["by_head", "longest_first"])
+def test_flash_attention_causal_tile_orders(target, rng, tile_order):
+    """Either launch order of the causal query tiles computes every tile (3 of 64 rows, the
+    last one partial) of every head."""
+    shape = (2, 160, 3, 64)
+    func = kernels.attention.flash_attention_fwd(*shape[:1], shape[2], shape[1], shape[3], True, block_M=64,
+                                                 block_N=64, dtype="float32", tile_order=tile_order)
+    kernel = _compile(func, target, out_idx=[3])
+    q, k, v = (_normal(rng, shape, "float32") for _ in range(3))
+    (o,) = _outputs(kernel(q, k, v))
+    np.testing.assert_allclose(_f64(o), _attention_reference(q, k, v, True), rtol=1e-5, atol=1e-5)
+
+
 # ---------------------------------------------------------------------------
 # Dynamic shapes
 # ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@ LOG2E = 1.4426950408889634
 
 
 def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
-                        dtype="float16", num_stages=1, threads=128, schedule=None):
+                        dtype="float16", num_stages=1, threads=128, schedule=None, tile_order="by_head"):
     """O = softmax(Q K^T / sqrt(dim) [+ causal mask]) V, one block per
     (query tile, head, batch).
 
@@ -16,13 +16,20 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
     accumulator after every key tile. Key positions past seq_len (when
     block_N does not divide it) are masked with -inf. `schedule`: T.Pipelined's order /
     stage / group arguments.
+
+    Causal: query tile bx has bx + 1 key tiles of work. tile_order "by_head": the grid
+    (q_tiles, heads, batch), a head's tiles launched one after another, longest first, so
+    that the blocks running together read the same keys and values from L2; "longest_first":
+    the grid (heads, batch, q_tiles), every head's longest tile before any shorter one.
     """
     scale = (1.0 / dim) ** 0.5 * LOG2E
     shape = (batch, seq_len, heads, dim)
     accum_dtype = "float32"
     ragged_keys = seq_len % block_N != 0
     q_tiles = (seq_len + block_M - 1) // block_M
-    grid = (heads, batch, q_tiles) if is_causal else (q_tiles, heads, batch)
+    assert tile_order in ("by_head", "longest_first"), tile_order
+    longest_first = is_causal and tile_order == "longest_first"
+    grid = (heads, batch, q_tiles) if longest_first else (q_tiles, heads, batch)
 
     @T.prim_func
     def main(
@@ -32,12 +39,9 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
         Output: T.Tensor(shape, dtype),
     ):
         with T.Kernel(*grid, threads=threads) as (g0, g1, g2):
-            # Causal: query tile bx has bx + 1 key tiles of work. The tiles are launched
-            # longest first (the grid's slowest index, reversed), so that the blocks that
-            # start last are the short ones and the SMs finish together.
-            bx = q_tiles - 1 - g2 if is_causal else g0
-            by = g0 if is_causal else g1
-            bz = g1 if is_causal else g2
+            bx = q_tiles - 1 - g2 if longest_first else (q_tiles - 1 - g0 if is_causal else g0)
+            by = g0 if longest_first else g1
+            bz = g1 if longest_first else g2
             Q_shared = T.alloc_shared((block_M, dim), dtype)
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
