@@ -222,12 +222,41 @@ class Specialize : public IRMutator {
         std::vector<Stmt> out, later(seq->seq.begin() + i + 1, seq->seq.end()), stay, first = early;
         later.insert(later.end(), after.begin(), after.end());
         split_before(std::vector<Stmt>(seq->seq.begin(), seq->seq.begin() + i), stay, first);
+        if (!stay.empty() && !writes_global(make_seq(stay, seq->span))) {
+          // Into the consumers' branch (specialised says why), then their barrier.
+          first.insert(first.end(), stay.begin(), stay.end());
+          first.push_back(call_stmt("sync_threads", {}, seq->span));
+          stay.clear();
+        }
         for (auto& st : stay) out.push_back(consumers_only(st));
         out.push_back(split(seq->seq[i], later, first));
         return make_seq(out, seq->span);
       }
     }
     return s;  // not reached for the kernel that holds the loop (done_ stays false)
+  }
+
+  static bool writes_global(const Stmt& s) {
+    struct V : IRVisitor {
+      bool found = false;
+      using IRVisitor::visit;
+      void visit_store(const BufferStoreNode* n) override {
+        found = found || n->buffer->is_global();
+        IRVisitor::visit_store(n);
+      }
+      void visit_tile_op(const TileOpNode* n) override {  // a copy or atomic into a tensor
+        for (size_t k = 1; k < n->regions.size(); ++k) found = found || n->regions[k].buffer->is_global();
+        if (n->op != "copy" && !n->regions.empty()) found = found || n->regions[0].buffer->is_global();
+        IRVisitor::visit_tile_op(n);
+      }
+      void visit_evaluate(const EvaluateNode* n) override {  // calls with effects of their own
+        auto* call = as<CallNode>(n->value);
+        found = found || !call || call->op.rfind("atomic", 0) == 0 || call->op == "call_extern";
+        IRVisitor::visit_evaluate(n);
+      }
+    } v;
+    v.visit(s);
+    return v.found;
   }
 
   static bool contains_call(const Stmt& s, const std::string& op) {
@@ -243,19 +272,29 @@ class Specialize : public IRMutator {
     return std::make_shared<IfThenElseNode>(lt(tx_, c(threads_), st->span), named.mutate(st), nullptr, st->span);
   }
 
-  // [if tx < T: what comes before]; barrier; init; barrier;
-  // if tx < T: the rest, with the consumers' loop; else: the producer's skeleton of the rest.
-  // What comes before the set-up stays before its fence and block-wide barrier, which
-  // publish its shared-memory writes (a query tile the wgmma reads) to every consumer.
+  // barrier; init; barrier; if tx < T: [what comes before; barrier of the consumers] the
+  // rest, with the consumers' loop; else: the producer's skeleton of the rest.
+  // What comes before the set-up (the query tile's load) runs in the consumers' branch, so
+  // that the producer's first loads are in flight meanwhile; the consumers' own barrier
+  // (with the fence the async proxy needs) publishes its shared-memory writes to them. When
+  // it writes global memory, it stays before the block-wide barrier instead (the producer
+  // may load what it wrote).
   Stmt specialised(const SeqStmtNode* seq, size_t init, const std::vector<Stmt>& after,
                    const std::vector<Stmt>& early) {
     done_ = true;
     Span sp = seq->seq[init]->span;
     std::vector<Stmt> before, registers_only = early;
     split_before(std::vector<Stmt>(seq->seq.begin(), seq->seq.begin() + init - 1), before, registers_only);
-    std::vector<Stmt> out;
-    if (!before.empty()) out.push_back(consumers_only(make_seq(before, sp)));
+    std::vector<Stmt> out, consumers_first;
+    if (!before.empty() && writes_global(make_seq(before, sp))) {
+      out.push_back(consumers_only(make_seq(before, sp)));
+    } else if (!before.empty()) {
+      consumers_first = before;
+      consumers_first.push_back(call_stmt("sync_threads", {}, sp));
+    }
     out.insert(out.end(), seq->seq.begin() + init - 1, seq->seq.begin() + init + 2);  // barrier, init, barrier
+    consumers_first.insert(consumers_first.end(), registers_only.begin(), registers_only.end());
+    registers_only = consumers_first;
     registers_only.insert(registers_only.end(), seq->seq.begin() + init + 2, seq->seq.end());
     Stmt rest = make_seq(registers_only, sp);
     // T.no_set_max_nreg: the register budgets stay as the launch gives them.

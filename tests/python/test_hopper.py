@@ -807,17 +807,21 @@ def test_statements_around_a_warp_specialised_scope_run_on_the_consumers():
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_shared_writes_before_the_loop_are_published_before_the_roles_split(causal):
+def test_shared_writes_before_the_loop_are_published_to_the_consumers(causal):
     """The query tile is written by the consumer threads with ordinary stores and read by
-    wgmma: its stores come before the fence.proxy.async and block-wide barrier of the
-    pipeline's set-up, not after them inside the consumers' branch."""
+    wgmma. Its stores run in the consumers' branch, after the roles split (the producer's
+    first TMA loads are in flight meanwhile), then a fence.proxy.async and the consumers'
+    named barrier publish them before the loop's first wait."""
     sys.path.insert(0, __import__("os").path.dirname(__file__))
     from kernels.attention import flash_attention_fwd
     source = _C.codegen(_C.lower(flash_attention_fwd(1, 2, 512, 128, causal, block_M=128, block_N=128, num_stages=2,
                                                      threads=256).handle, SM90), SM90)
+    split = source.index("tl::set_max_nreg<")
     q_store = source.index("*>(&Q_shared[")  # the stores of the tile (vector stores)
-    published = source.index("tl::fence_proxy_async();\n  __syncthreads();\n  if (tx == 0) {\n    tl::mbarrier_init")
-    assert q_store < published < source.index("tl::set_max_nreg<")
+    published = source.index("tl::fence_proxy_async();\n    tl::named_barrier_sync(1, 256);", q_store)
+    first_wait = source.index("tl::mbarrier_wait(", split)
+    assert split < q_store < published < first_wait
+    assert source.rindex("tl::mbarrier_init", 0, split) < q_store
 
 
 @pytest.mark.parametrize("case", ATTENTION_CASES, ids=lambda c: "x".join(map(str, c[:4])) + ("-causal" if c[4] else "") +
