@@ -173,6 +173,20 @@ class Specialize : public IRMutator {
     if (barrier_id_ > 15)
       fail(ErrorKind::Unsupported, n->span, "warp specialisation needs a named barrier, and the kernel uses all 15",
            "leave one barrier id free, or pass_configs={'tl.disable_warp_specialized': True}");
+    producer_fills_.clear();
+    struct Fills : IRVisitor {
+      std::unordered_set<const BufferNode*>* out;
+      using IRVisitor::visit;
+      void visit_for(const ForNode* f) override {
+        if (!f->attrs.count("ws_pipeline")) return IRVisitor::visit_for(f);
+        Stmt producer = role_body(f, 1);
+        for_each_expr(producer, [&](const ExprNode* e) {
+          if (auto* l = dynamic_cast<const BufferLoadNode*>(e)) out->insert(l->buffer.get());
+        });
+      }
+    } fills;
+    fills.out = &producer_fills_;
+    fills.visit(n->body);
     Stmt body = split(n->body, {}, {});
     if (!done_) fail(ErrorKind::Internal, n->span, "internal: the warp-specialised loop is not at the kernel's top level");
     report.push_back(n->span.str() + ": warp specialised: " + std::to_string(threads_) + " consumer threads (" +
@@ -222,7 +236,7 @@ class Specialize : public IRMutator {
         std::vector<Stmt> out, later(seq->seq.begin() + i + 1, seq->seq.end()), stay, first = early;
         later.insert(later.end(), after.begin(), after.end());
         split_before(std::vector<Stmt>(seq->seq.begin(), seq->seq.begin() + i), stay, first);
-        if (!stay.empty() && !writes_global(make_seq(stay, seq->span))) {
+        if (!stay.empty() && may_run_beside_producer(make_seq(stay, seq->span))) {
           // Into the consumers' branch (specialised says why), then their barrier.
           first.insert(first.end(), stay.begin(), stay.end());
           first.push_back(call_stmt("sync_threads", {}, seq->span));
@@ -234,6 +248,16 @@ class Specialize : public IRMutator {
       }
     }
     return s;  // not reached for the kernel that holds the loop (done_ stays false)
+  }
+
+  // Whether consumers' work from before the pipeline may run while the producer issues its
+  // first loads: it writes no global memory (which the producer may load) and touches none
+  // of the shared buffers the producer fills.
+  bool may_run_beside_producer(const Stmt& s) const {
+    if (writes_global(s)) return false;
+    for (auto* b : touches(s).all)
+      if (producer_fills_.count(b)) return false;
+    return true;
   }
 
   static bool writes_global(const Stmt& s) {
@@ -278,7 +302,7 @@ class Specialize : public IRMutator {
   // that the producer's first loads are in flight meanwhile; the consumers' own barrier
   // (with the fence the async proxy needs) publishes its shared-memory writes to them. When
   // it writes global memory, it stays before the block-wide barrier instead (the producer
-  // may load what it wrote).
+  // may load what it wrote), and when it touches what the producer fills.
   Stmt specialised(const SeqStmtNode* seq, size_t init, const std::vector<Stmt>& after,
                    const std::vector<Stmt>& early) {
     done_ = true;
@@ -286,7 +310,7 @@ class Specialize : public IRMutator {
     std::vector<Stmt> before, registers_only = early;
     split_before(std::vector<Stmt>(seq->seq.begin(), seq->seq.begin() + init - 1), before, registers_only);
     std::vector<Stmt> out, consumers_first;
-    if (!before.empty() && writes_global(make_seq(before, sp))) {
+    if (!before.empty() && !may_run_beside_producer(make_seq(before, sp))) {
       out.push_back(consumers_only(make_seq(before, sp)));
     } else if (!before.empty()) {
       consumers_first = before;
@@ -420,6 +444,7 @@ class Specialize : public IRMutator {
   Buffer counter_;  // the pipeline's iteration count when its loop runs more than once
   bool keep_registers_ = false;  // T.no_set_max_nreg in the kernel
   bool done_ = false;
+  std::unordered_set<const BufferNode*> producer_fills_;  // what the producer's loads name
 };
 
 }  // namespace
