@@ -109,13 +109,47 @@ def test_other_groups_meet_in_shared_memory_with_a_warning():
     """12 threads a group: each thread stores its value, a barrier, then each combines its
     group's values."""
     with pytest.warns(TileLangPerformanceWarning, match=r"over 1 thread axes of \[12\] threads goes through shared "
-                      r"memory .*slower path: warp shuffles need one thread axis whose extent and stride are powers"):
+                      r"memory .*slower path: warp shuffles need consecutive thread axes whose extents are powers"):
         func = gemv(64, 768, 4, 12)
     body = _cuda_body(func)
     assert "__shfl_xor_sync" not in body
     store = body.index("allreduce_shared[tx + ty * 4] = allreduce_acc[0];")
     combine = body.index("allreduce_acc[0] = allreduce_acc[0] + allreduce_shared[tx + j_1 * 4];")
     assert store < body.index("__syncthreads();", store) < combine
+
+
+def block_sum(x_threads, y_threads):
+    """Every thread of a (x_threads, y_threads) block all-reduces its element of x over both
+    thread axes: y[t] = the sum of x, for every thread t."""
+    n = x_threads * y_threads
+
+    @T.prim_func
+    def main(x: T.Tensor((n,), "float32"), y: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=(x_threads, y_threads)) as _:
+            tx = T.get_thread_binding(0)
+            ty = T.get_thread_binding(1)
+            total = T.alloc_local((1,), "float32")
+            with T.attr(T.comm_reducer(lambda a, b: a + b, [T.Cast("float32", 0)]), "reduce_scope",
+                        T.reinterpret(T.uint64(0), dtype="handle")):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), x[tx + ty * x_threads], True, total[0], tx, ty,
+                                                  dtype="handle"))
+            y[tx + ty * x_threads] = total[0]
+
+    return main
+
+
+def test_a_group_over_two_thread_axes_is_one_run_of_lanes(target, rng):
+    """Threads (4, 16) reduced over both axes: 64 consecutive lanes, two warps; on CUDA
+    shuffles with masks 16 .. 1 and the two warps' values through shared memory."""
+    if target == "cpu":
+        pytest.skip("thread-level code: the CPU back end has no thread index")
+    body = _cuda_body(block_sum(4, 16))
+    masks = re.findall(r"__shfl_xor_sync\(0xffffffffu, allreduce_acc\[0\], (\d+), 32\)", body)
+    assert masks == ["16", "8", "4", "2", "1"], masks
+    assert "r < 2;" in body
+    kernel = tilelang.compile(block_sum(4, 16), out_idx=[-1], target=target)
+    x = rng.standard_normal(64).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(kernel(x)), np.full(64, x.astype(np.float64).sum()), rtol=1e-5, atol=1e-5)
 
 
 def test_misuse_is_a_typed_error():

@@ -110,14 +110,17 @@ def tvm_thread_allreduce(*args, dtype="handle"):
     acc = _alloc((1,), result.dtype, "local", "allreduce_acc")
     b.emit(_C.store(acc.handle, value, [0]))
     power_of_two = lambda v: v & (v - 1) == 0  # noqa: E731
-    if len(axes) == 1 and power_of_two(extents[axes[0]]) and power_of_two(strides[axes[0]]):
-        # One thread axis of 2^a threads, 2^b apart: the members whose flat indices lie in one
+    # Consecutive thread axes (e.g. x and y) whose extents are powers of two are one axis of
+    # their product's extent for the group's lanes.
+    consecutive = axes == list(range(axes[0], axes[-1] + 1))
+    if consecutive and all(power_of_two(extents[d]) for d in axes) and power_of_two(strides[axes[0]]):
+        # 2^a threads, 2^b apart in the flat index: the members whose flat indices lie in one
         # warp combine by butterfly shuffles (lane masks m * stride), every member ending with
         # the same value; the warps (or, where the target has no shuffles, the threads) the
         # group spans then meet in shared memory. The width W of a shuffle is the target's
         # (`shuffle_width`, a constant once the target is known), so which levels run is
         # decided there.
-        e, s = extents[axes[0]], strides[axes[0]]
+        e, s = members, strides[axes[0]]
         width = _C.call_typed("int32", "shuffle_width", [])
         m = e // 2
         while m >= 1:
@@ -140,8 +143,8 @@ def tvm_thread_allreduce(*args, dtype="handle"):
         # Several axes, or extents that are not powers of two: the group meets in shared memory.
         warnings.warn(f"{b.file}:{b.line}: T.tvm_thread_allreduce over {len(axes)} thread axes of "
                       f"{[extents[d] for d in axes]} threads goes through shared memory (a store, a barrier, a "
-                      "serial combination per thread) [slower path: warp shuffles need one thread axis whose "
-                      "extent and stride are powers of two]", TileLangPerformanceWarning, stacklevel=2)
+                      "serial combination per thread) [slower path: warp shuffles need consecutive thread axes "
+                      "whose extents are powers of two]", TileLangPerformanceWarning, stacklevel=2)
         red = _alloc((n,), result.dtype, "shared.dyn", "allreduce_shared")
         b.emit(_C.store(red.handle, acc[0], [lin]))
         j = _C.var("j", "int32")
