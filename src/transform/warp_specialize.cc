@@ -187,6 +187,9 @@ class Specialize : public IRMutator {
     } fills;
     fills.out = &producer_fills_;
     fills.visit(n->body);
+    std::vector<Stmt> setup_work;
+    work_before_setup(n->body, setup_work);
+    move_setup_work_ = may_run_beside_producer(make_seq(setup_work, n->span));
     Stmt body = split(n->body, {}, {});
     if (!done_) fail(ErrorKind::Internal, n->span, "internal: the warp-specialised loop is not at the kernel's top level");
     report.push_back(n->span.str() + ": warp specialised: " + std::to_string(threads_) + " consumer threads (" +
@@ -236,7 +239,7 @@ class Specialize : public IRMutator {
         std::vector<Stmt> out, later(seq->seq.begin() + i + 1, seq->seq.end()), stay, first = early;
         later.insert(later.end(), after.begin(), after.end());
         split_before(std::vector<Stmt>(seq->seq.begin(), seq->seq.begin() + i), stay, first);
-        if (!stay.empty() && may_run_beside_producer(make_seq(stay, seq->span))) {
+        if (!stay.empty() && move_setup_work_) {
           // Into the consumers' branch (specialised says why), then their barrier.
           first.insert(first.end(), stay.begin(), stay.end());
           first.push_back(call_stmt("sync_threads", {}, seq->span));
@@ -248,6 +251,21 @@ class Specialize : public IRMutator {
       }
     }
     return s;  // not reached for the kernel that holds the loop (done_ stays false)
+  }
+
+  // The statements before the pipeline's set-up on the path split() walks (every enclosing
+  // sequence's part before it): they move together or not at all, in their order.
+  static void work_before_setup(const Stmt& s, std::vector<Stmt>& out) {
+    if (auto* a = as<AllocateNode>(s)) return work_before_setup(a->body, out);
+    if (auto* l = as<LetStmtNode>(s)) return work_before_setup(l->body, out);
+    auto* seq = as<SeqStmtNode>(s);
+    for (size_t i = 0; seq && i < seq->seq.size(); ++i) {
+      if (!contains_call(seq->seq[i], "mbarrier_init")) continue;
+      bool here = as<IfThenElseNode>(seq->seq[i]) && i > 0 && i + 1 < seq->seq.size();
+      out.insert(out.end(), seq->seq.begin(), seq->seq.begin() + (here ? i - 1 : i));
+      if (!here) work_before_setup(seq->seq[i], out);
+      return;
+    }
   }
 
   // Whether consumers' work from before the pipeline may run while the producer issues its
@@ -301,8 +319,8 @@ class Specialize : public IRMutator {
   // What comes before the set-up (the query tile's load) runs in the consumers' branch, so
   // that the producer's first loads are in flight meanwhile; the consumers' own barrier
   // (with the fence the async proxy needs) publishes its shared-memory writes to them. When
-  // it writes global memory, it stays before the block-wide barrier instead (the producer
-  // may load what it wrote), and when it touches what the producer fills.
+  // any of it writes global memory (the producer may load what it wrote) or touches what the
+  // producer fills, all of it stays before the block-wide barrier instead.
   Stmt specialised(const SeqStmtNode* seq, size_t init, const std::vector<Stmt>& after,
                    const std::vector<Stmt>& early) {
     done_ = true;
@@ -310,7 +328,7 @@ class Specialize : public IRMutator {
     std::vector<Stmt> before, registers_only = early;
     split_before(std::vector<Stmt>(seq->seq.begin(), seq->seq.begin() + init - 1), before, registers_only);
     std::vector<Stmt> out, consumers_first;
-    if (!before.empty() && !may_run_beside_producer(make_seq(before, sp))) {
+    if (!before.empty() && !move_setup_work_) {
       out.push_back(consumers_only(make_seq(before, sp)));
     } else if (!before.empty()) {
       consumers_first = before;
@@ -445,6 +463,7 @@ class Specialize : public IRMutator {
   bool keep_registers_ = false;  // T.no_set_max_nreg in the kernel
   bool done_ = false;
   std::unordered_set<const BufferNode*> producer_fills_;  // what the producer's loads name
+  bool move_setup_work_ = false;  // the work before the set-up runs in the consumers' branch
 };
 
 }  // namespace
