@@ -165,12 +165,18 @@ class ThreadLowering : public IRMutator {
     if (n->op == "shuffle_width" && kernel_) {
       // How many consecutive threads exchange values by shuffles on this target (the thread
       // all-reduce's levels are chosen by it); 1: they meet in shared memory.
+      // A block of several warps with a partial last one: its missing lanes would be named
+      // by the shuffles' full mask.
       int64_t w = ThreadContext::shuffle_width_of(target_, threads_, multi_axis_block());
+      bool partial_warp = threads_ > w && threads_ % w != 0;
+      if (partial_warp) w = 1;
       if (w == 1 && !shuffle_report_) {
-        report.push_back(n->span.str() + ": T.tvm_thread_allreduce through shared memory [slower path: " +
-                         (target_.warp_size() > 1 ? "WebGPU's subgroup operations need a block of one thread axis "
-                                                    "of whole subgroups"
-                                                  : "no shuffles on target " + target_.kind) + "]");
+        std::string why = partial_warp             ? "the block's " + std::to_string(threads_) +
+                                                         " threads are not whole warps"
+                          : target_.warp_size() > 1 ? "WebGPU's subgroup operations need a block of one thread axis "
+                                                      "of whole subgroups"
+                                                    : "no shuffles on target " + target_.kind;
+        report.push_back(n->span.str() + ": T.tvm_thread_allreduce through shared memory [slower path: " + why + "]");
         shuffle_report_ = true;
       }
       return make_int(w);

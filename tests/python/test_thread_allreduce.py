@@ -152,6 +152,34 @@ def test_a_group_over_two_thread_axes_is_one_run_of_lanes(target, rng):
     np.testing.assert_allclose(np.asarray(kernel(x)), np.full(64, x.astype(np.float64).sum()), rtol=1e-5, atol=1e-5)
 
 
+def test_a_block_of_partial_warps_meets_in_shared_memory(target, rng):
+    """Threads (2, 4, 6): 48 threads, a warp and a half; groups of the 8 threads along x and
+    y, summed. Shuffles would name the missing lanes: shared memory, said in the report."""
+    if target == "cpu":
+        pytest.skip("thread-level code: the CPU back end has no thread index")
+
+    @T.prim_func
+    def main(x: T.Tensor((48,), "float32"), y: T.Tensor((48,), "float32")):
+        with T.Kernel(1, threads=(2, 4, 6)) as _:
+            tx = T.get_thread_binding(0)
+            ty = T.get_thread_binding(1)
+            tz = T.get_thread_binding(2)
+            total = T.alloc_local((1,), "float32")
+            with T.attr(T.comm_reducer(lambda a, b: a + b, [T.Cast("float32", 0)]), "reduce_scope",
+                        T.reinterpret(T.uint64(0), dtype="handle")):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), x[tx + ty * 2 + tz * 8], True, total[0], tx, ty,
+                                                  dtype="handle"))
+            y[tx + ty * 2 + tz * 8] = total[0]
+
+    lowered = _C.lower(main.handle, SM90)
+    assert "__shfl_xor_sync" not in _C.codegen(lowered, SM90)
+    assert "[slower path: the block's 48 threads are not whole warps]" in lowered.lowering_report()
+    kernel = tilelang.compile(main, out_idx=[-1], target=target)
+    x = rng.standard_normal(48).astype(np.float32)
+    want = np.repeat(x.astype(np.float64).reshape(6, 8).sum(axis=1), 8)
+    np.testing.assert_allclose(np.asarray(kernel(x)), want, rtol=1e-5, atol=1e-5)
+
+
 def test_misuse_is_a_typed_error():
     with pytest.raises(TileLangTypeError, match="outside a reduce scope"):
         @T.prim_func

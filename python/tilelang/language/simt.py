@@ -7,11 +7,13 @@ thread all-reduce as they write it:
 
 Every thread of the block calls it with its own value; each gets, in `result`, the
 combination of the values of the threads that differ from it only along the thread axes
-named (tk above: the threads of one row). The group meets in shared memory (each thread
-stores its value; after a barrier each combines its group's values in one order, so all
-members get the same result); a TileLangPerformanceWarning says that warp shuffles are not
-used. The call is expanded where it stands, in the kernel's thread-level code, so every
-thread of the block must reach it."""
+named (tk above: the threads of one row). A group along consecutive thread axes whose
+extents are powers of two combines by butterfly shuffles inside each warp and then across
+warps in shared memory (how many levels run is decided for the target when the kernel is
+lowered); other groups meet in shared memory alone (each thread stores its value; after a
+barrier each combines its group's values in one order, so all members get the same
+result), with a TileLangPerformanceWarning. The call is expanded where it stands, in the
+kernel's thread-level code, so every thread of the block must reach it."""
 import math
 import warnings
 
@@ -107,6 +109,7 @@ def tvm_thread_allreduce(*args, dtype="handle"):
     for d in axes:
         base = base - tid[d] * strides[d]
     members = math.prod(extents[d] for d in axes)
+    identity = reducer.identity if is_expr(reducer.identity) else _C.const(reducer.identity, result.dtype)
     acc = _alloc((1,), result.dtype, "local", "allreduce_acc")
     b.emit(_C.store(acc.handle, value, [0]))
     power_of_two = lambda v: v & (v - 1) == 0  # noqa: E731
@@ -133,8 +136,7 @@ def tvm_thread_allreduce(*args, dtype="handle"):
         total = _alloc((1,), result.dtype, "local", "allreduce_total")
         r = _C.var("r", "int32")
         across = [_C.store(red.handle, acc[0], [lin]),
-                  _C.store(total.handle, reducer.identity if is_expr(reducer.identity) else
-                           _C.const(reducer.identity, result.dtype), [0]),
+                  _C.store(total.handle, identity, [0]),
                   _C.for_(r, 0, e // per_warp, "serial",
                           _C.store(total.handle, combine(total[0], red[base + r * per_warp * s]), [0]), {}),
                   _C.store(acc.handle, total[0], [0])]
@@ -152,8 +154,7 @@ def tvm_thread_allreduce(*args, dtype="handle"):
         for d in axes:
             offset = offset + (rest % extents[d]) * strides[d]
             rest = rest // extents[d]
-        b.emit(_C.store(acc.handle, reducer.identity if is_expr(reducer.identity) else
-                        _C.const(reducer.identity, result.dtype), [0]))
+        b.emit(_C.store(acc.handle, identity, [0]))
         b.emit(_C.for_(j, 0, members, "serial", _C.store(acc.handle, combine(acc[0], red[base + offset]), [0]), {}))
     b.emit(_C.store(handle, acc[0], list(indices)))
     return None
