@@ -55,6 +55,9 @@ class VerifyCPU : public IRVisitor {
   void visit_call(const CallNode* n) override {
     SpanScope s(this, n->span);
     if (n->op == "thread_index") fail_thread_use(here());
+    if (n->op.rfind("warp_shfl", 0) == 0)
+      fail(ErrorKind::Unsupported, here(), "T." + n->op.substr(5) + " (a warp shuffle) is not supported on target cpu",
+           "exchange values through a shared buffer, or compile for a CUDA or HIP target");
     if (n->op == "thread_range")
       fail(ErrorKind::Unsupported, here(), "T.ws is not supported on target cpu",
            "warp specialisation by hand needs a CUDA target (sm_90a for its barriers)");

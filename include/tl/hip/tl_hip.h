@@ -78,18 +78,35 @@ TL_DEVICE float min_nan(float x, float y) { return y < x || y != y ? y : x; }
 // value ^ lane_mask within groups of width lanes (HIP's shuffles take no lane mask: the
 // whole wavefront, 64 or 32 lanes, takes part). HIP shuffles 4- and 8-byte values; bool,
 // 8- and 16-bit values (float16, bfloat16 included) travel in the low bits of a word.
-template <typename T>
-TL_DEVICE T shfl_xor(T value, int lane_mask, int width) {
+// The bits of a value of 4 or 8 bytes as HIP shuffles them, narrower ones in a word.
+template <typename T, typename F>
+TL_DEVICE T shuffle_bits(T value, F shuffle) {
   if constexpr (sizeof(T) < 4) {
     unsigned int bits = 0;
     memcpy(&bits, &value, sizeof(T));
-    bits = __shfl_xor(bits, lane_mask, width);
+    bits = shuffle(bits);
     T out;
     memcpy(&out, &bits, sizeof(T));
     return out;
   } else {
-    return __shfl_xor(value, lane_mask, width);
+    return shuffle(value);
   }
+}
+template <typename T>
+TL_DEVICE T shfl_xor(T value, int lane_mask, int width) {
+  return shuffle_bits(value, [&](auto v) { return __shfl_xor(v, lane_mask, width); });
+}
+template <typename T>
+TL_DEVICE T shfl_down(T value, int delta, int width) {
+  return shuffle_bits(value, [&](auto v) { return __shfl_down(v, delta, width); });
+}
+template <typename T>
+TL_DEVICE T shfl_up(T value, int delta, int width) {
+  return shuffle_bits(value, [&](auto v) { return __shfl_up(v, delta, width); });
+}
+template <typename T>
+TL_DEVICE T shfl(T value, int src_lane, int width) {
+  return shuffle_bits(value, [&](auto v) { return __shfl(v, src_lane, width); });
 }
 
 // ------------------------------------------------------------------ atomics

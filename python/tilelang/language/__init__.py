@@ -19,7 +19,8 @@ from .cluster import (alloc_cluster_barrier, block_rank_in_cluster, cluster_arri
                       cluster_sync, cluster_wait, copy_cluster)
 from .kernel import (ClusterKernel, Kernel, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings,
                      use_swizzle, wait_wgmma)
-from .simt import comm_reducer, dp4a, tvm_thread_allreduce
+from .simt import (comm_reducer, dp4a, shfl_down, shfl_sync, shfl_up, shfl_xor, tvm_thread_allreduce,
+                   tvm_warp_shuffle, tvm_warp_shuffle_down, tvm_warp_shuffle_up)
 from .frames import Else, If, Then, attr
 from .loops import (Parallel, Persistent, Pipelined, Serial, grid, loop_break, serial, thread_binding, unroll,
                     vectorized)

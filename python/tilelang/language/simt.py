@@ -160,6 +160,65 @@ def tvm_thread_allreduce(*args, dtype="handle"):
     return None
 
 
+def _warp_shuffle(kind, value, lane, width, name):
+    _builder.require(f"T.{name}")
+    if not is_expr(value):
+        raise _builder.error(TileLangTypeError, f"T.{name}: the value must be a typed expression (a buffer element or "
+                             f"a computed value), got {value!r}")
+    w = int(width.value) if is_expr(width) and width.kind == "IntImm" else width
+    if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= 64 or w & (w - 1):
+        raise _builder.error(TileLangTypeError, f"T.{name}: the width must be a constant power of two up to the "
+                             f"warp's size, got {width!r}")
+    return _C.call_typed(value.dtype, f"warp_shfl{kind}", [value, lane, w])
+
+
+def _full_mask(mask, name):
+    if not (isinstance(mask, int) or (is_expr(mask) and mask.kind == "IntImm")) or \
+            (int(mask if isinstance(mask, int) else mask.value) & 0xFFFFFFFF) != 0xFFFFFFFF:
+        raise _builder.error(TileLangUnsupportedError, f"T.{name}: only the whole warp's mask 0xffffffff is supported, "
+                             f"got {mask!r}", "let every lane of the warp take part")
+
+
+def shfl_xor(value, offset):
+    """The value of the lane whose index is this lane's xor `offset`, the whole warp taking
+    part (CUDA's __shfl_xor_sync with the full mask; HIP's __shfl_xor)."""
+    return _warp_shuffle("_xor", value, offset, 32, "shfl_xor")
+
+
+def shfl_down(value, offset):
+    """The value of the lane `offset` above this one; the top lanes keep their own."""
+    return _warp_shuffle("_down", value, offset, 32, "shfl_down")
+
+
+def shfl_up(value, offset):
+    """The value of the lane `offset` below this one; the bottom lanes keep their own."""
+    return _warp_shuffle("_up", value, offset, 32, "shfl_up")
+
+
+def shfl_sync(mask, value, srcLane, width=None):  # noqa: N803 - upstream's argument name
+    """The value of lane `srcLane` (within groups of `width` lanes, default the warp)."""
+    _full_mask(mask, "shfl_sync")
+    return _warp_shuffle("", value, srcLane, 32 if width is None else width, "shfl_sync")
+
+
+def tvm_warp_shuffle(mask, value, warp_id, width, warp_size):
+    """TVM's warp shuffle: the value of lane `warp_id` within groups of `width` lanes."""
+    _full_mask(mask, "tvm_warp_shuffle")
+    return _warp_shuffle("", value, warp_id, width, "tvm_warp_shuffle")
+
+
+def tvm_warp_shuffle_down(mask, value, offset, width, warp_size):
+    """TVM's shuffle down: the value of the lane `offset` above, within groups of `width`."""
+    _full_mask(mask, "tvm_warp_shuffle_down")
+    return _warp_shuffle("_down", value, offset, width, "tvm_warp_shuffle_down")
+
+
+def tvm_warp_shuffle_up(mask, value, offset, width, warp_size):
+    """TVM's shuffle up: the value of the lane `offset` below, within groups of `width`."""
+    _full_mask(mask, "tvm_warp_shuffle_up")
+    return _warp_shuffle("_up", value, offset, width, "tvm_warp_shuffle_up")
+
+
 def dp4a(A, B, C):
     """``C += A[0:4] . B[0:4]``: the four 8-bit integers from element A on, times those from
     element B on, summed into the 32-bit integer element C (upstream's T.dp4a, as its

@@ -657,6 +657,16 @@ class CodeGenCUDA : public Emitter {
     if (Code c; emit_extern_call(n, &c)) return c;
     if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min") return emit_atomic(n);
     if (op == "shfl_xor") return emit_shfl_xor(n);
+    if (op.rfind("warp_shfl", 0) == 0) {
+      // T.shfl_xor / shfl_down / shfl_up / shfl_sync: the whole warp takes part (the
+      // headers' tl::shfl* on CUDA and HIP).
+      if (n->args.size() != 3) fail(ErrorKind::Internal, sp, "internal: " + op + " takes (value, lane, width)");
+      std::string fn = "tl::" + op.substr(5);  // warp_shfl_xor -> tl::shfl_xor
+      Code value = convert(n->args[0], n->args[0]->dtype);
+      return convert_code({fn + "(" + value.text + ", " + convert(n->args[1], DataType::Int(32)).text + ", " +
+                           convert(n->args[2], DataType::Int(32)).text + ")"},
+                          n->args[0]->dtype, n->dtype, sp);
+    }
     if (op == "block_rank_in_cluster") {
       require_arch(90, sp, "thread-block clusters");
       return {"tl::block_rank_in_cluster()"};

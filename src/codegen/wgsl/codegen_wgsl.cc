@@ -523,6 +523,9 @@ class WgslCodegen {
              convert(n->args[1], dst->buffer->dtype) + ")";
     }
     if (op == "print") unsupported(sp, "T.print");
+    if (op.rfind("warp_shfl", 0) == 0)
+      unsupported(sp, "T." + op.substr(5) + " (a warp shuffle of 32 lanes; WebGPU's subgroups have no fixed size)",
+                  "exchange values through a shared buffer");
     if (op == "shfl_xor") {
       // Lowered for options_.subgroup lanes (Target::warp_size); the butterfly partner.
       if (options_.subgroup < 2)

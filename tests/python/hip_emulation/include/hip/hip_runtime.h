@@ -103,23 +103,53 @@ inline void __syncthreads() { tl_emu::self.block->sync.arrive_and_wait(); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
-// HIP's __shfl_xor: the value of lane (self ^ lane_mask), staying in self's group of width
-// lanes (a source past the group gives self's own value, as HIP's implementation does).
-template <typename T>
-T __shfl_xor(T var, int lane_mask, int width = TL_EMU_WAVE_SIZE) {
+namespace tl_emu {
+// Every lane deposits its value, then reads lane source(self) of its wavefront.
+template <typename T, typename Source>
+T exchange(T var, const char* name, Source source_of) {
   static_assert(sizeof(T) <= 8, "shuffles move 4- and 8-byte values");
-  tl_emu::Wave& w = *tl_emu::self.wave;
-  const int lane = tl_emu::self.id;
+  Wave& w = *self.wave;
+  const int lane = self.id;
   std::memcpy(&w.value[lane], &var, sizeof(T));
   w.barrier.arrive_and_wait();
-  int source = lane ^ lane_mask;
-  if (source >= ((lane + width) & ~(width - 1))) source = lane;
-  if (source >= w.lanes) tl_emu::fail("__shfl_xor reads lane " + std::to_string(source) + " of a wavefront of " +
-                                      std::to_string(w.lanes) + " lanes");
+  int source = source_of(lane);
+  if (source < 0 || source >= w.lanes)
+    fail(std::string(name) + " reads lane " + std::to_string(source) + " of a wavefront of " + std::to_string(w.lanes) +
+         " lanes");
   T out;
-  std::memcpy(&out, &w.value[source], sizeof(T));
+  std::memcpy(&out, &w.value[source < 0 || source >= w.lanes ? lane : source], sizeof(T));
   w.barrier.arrive_and_wait();  // nobody deposits the next value before all have read this one
   return out;
+}
+}  // namespace tl_emu
+
+// HIP's shuffles, within self's group of width lanes (a source past the group gives self's
+// own value, as HIP's implementation does): __shfl_xor reads lane self ^ lane_mask,
+// __shfl lane src_lane of the group, __shfl_down self + delta, __shfl_up self - delta.
+template <typename T>
+T __shfl_xor(T var, int lane_mask, int width = TL_EMU_WAVE_SIZE) {
+  return tl_emu::exchange(var, "__shfl_xor", [&](int lane) {
+    int source = lane ^ lane_mask;
+    return source >= ((lane + width) & ~(width - 1)) ? lane : source;
+  });
+}
+template <typename T>
+T __shfl(T var, int src_lane, int width = TL_EMU_WAVE_SIZE) {
+  return tl_emu::exchange(var, "__shfl", [&](int lane) { return (lane & ~(width - 1)) + (src_lane & (width - 1)); });
+}
+template <typename T>
+T __shfl_down(T var, unsigned delta, int width = TL_EMU_WAVE_SIZE) {
+  return tl_emu::exchange(var, "__shfl_down", [&](int lane) {
+    int source = lane + int(delta);
+    return (source & ~(width - 1)) != (lane & ~(width - 1)) ? lane : source;
+  });
+}
+template <typename T>
+T __shfl_up(T var, unsigned delta, int width = TL_EMU_WAVE_SIZE) {
+  return tl_emu::exchange(var, "__shfl_up", [&](int lane) {
+    int source = lane - int(delta);
+    return source < (lane & ~(width - 1)) ? lane : source;
+  });
 }
 
 // ------------------------------------------------------------------ bits and math
