@@ -1,5 +1,8 @@
 #include "transform/check_register_bounds.h"
 
+#include <unordered_map>
+#include <unordered_set>
+
 #include "arith/analyzer.h"
 #include "ir/error.h"
 #include "ir/functor.h"
@@ -16,18 +19,25 @@ class CheckRegisterBounds : public IRVisitor {
   void visit_kernel(const KernelNode* n) override {
     for (size_t d = 0; d < n->block_vars.size() && d < n->grid.size(); ++d)
       bind_loop_var(az_, n->block_vars[d].get(), make_int(0), n->grid[d]);
-    for (size_t d = 0; d < n->thread_vars.size() && d < n->threads.size(); ++d)
+    for (size_t d = 0; d < n->thread_vars.size() && d < n->threads.size(); ++d) {
       az_.bind(n->thread_vars[d].get(), 0, n->threads[d]);
+      independent_.insert(n->thread_vars[d].get());
+    }
     IRVisitor::visit_kernel(n);
   }
   void visit_for(const ForNode* n) override {
     bind_loop_var(az_, n->var.get(), n->min, n->extent);
+    bool fixed = const_int(n->min) && const_int(n->extent);
+    if (fixed) independent_.insert(n->var.get());
     IRVisitor::visit_for(n);
+    if (fixed) independent_.erase(n->var.get());
     az_.unbind(n->var.get());
   }
   void visit_let(const LetStmtNode* n) override {
     if (n->var->dtype.is_integer()) az_.bind(n->var.get(), az_.const_int_bound(n->value));
+    lets_[n->var.get()] = n->value;
     IRVisitor::visit_let(n);
+    lets_.erase(n->var.get());
     az_.unbind(n->var.get());
   }
   void visit_load(const BufferLoadNode* n) override {
@@ -72,6 +82,13 @@ class CheckRegisterBounds : public IRVisitor {
     arith::ConstIntBound r = az_.const_int_bound(indices[0]);
     if (r.min >= 0 && r.max != arith::ConstIntBound::kPosInf && r.max + count <= size) return;
     if (r.min == arith::ConstIntBound::kNegInf || r.max == arith::ConstIntBound::kPosInf) return;  // unknown
+    // The range is an over-estimate unless the index is a sum of constant multiples of
+    // variables that take every value of a constant range independently (a triangular loop,
+    // a product of two loop variables, a loop whose extent depends on another: not proven).
+    std::unordered_map<const VarNode*, int> uses;
+    if (!exact(indices[0], uses)) return;
+    for (auto& [v, k] : uses)
+      if (k > 1) return;
     fail(ErrorKind::Bounds, span,
          "per-thread array '" + b->name + "' has " + std::to_string(size) + " elements but is accessed at [" +
              std::to_string(r.min) + ", " + std::to_string(r.max + count - 1) + "]",
@@ -79,7 +96,27 @@ class CheckRegisterBounds : public IRVisitor {
          "fragment or a T.gemm operand, this is a compiler bug: please report it with the kernel");
   }
 
+  // Whether e's range is exactly what the analyzer says: loop (constant range) and thread
+  // variables, let names of such sums, constants, + and - and multiples by constants; the
+  // variables it uses are counted in `uses`.
+  bool exact(const Expr& e, std::unordered_map<const VarNode*, int>& uses) const {
+    if (const_int(e)) return true;
+    if (auto* v = as<VarNode>(e)) {
+      auto let = lets_.find(v);
+      if (let != lets_.end()) return exact(let->second, uses);
+      ++uses[v];
+      return independent_.count(v) > 0;
+    }
+    auto* b = as<BinaryNode>(e);
+    if (!b) return false;
+    if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) return exact(b->a, uses) && exact(b->b, uses);
+    if (b->op == BinaryOp::Mul) return (const_int(b->a) && exact(b->b, uses)) || (const_int(b->b) && exact(b->a, uses));
+    return false;
+  }
+
   arith::Analyzer az_;
+  std::unordered_set<const VarNode*> independent_;   // loop variables of constant ranges, thread indices
+  std::unordered_map<const VarNode*, Expr> lets_;
 };
 
 }  // namespace

@@ -1169,3 +1169,45 @@ def test_row_factors_between_tiles_of_different_widths(target):
             kernel.get_lowering_report()
     report = _C.lower(main.handle, CUDA).lowering_report()
     assert "fragment 'm' reaches this T.Parallel loop through shared memory" in report
+
+
+def _butterflies_in_registers():
+    """Each thread's 16 values through upstream's in-register Hadamard loop: chunk sizes
+    1 << (r + 1), chunk bases j * size (a product of two loop variables)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((64, 16), "float32")):
+        with T.Kernel(1, threads=64) as _:
+            tx = T.get_thread_binding(0)
+            loc = T.alloc_local((16,), "float32")
+            for i in T.serial(16):
+                loc[i] = X[tx, i]
+            for r in T.serial(4):
+                size = 1 << (r + 1)
+                for j in T.serial(16 // size):
+                    base = j * size
+                    for q in T.serial(size // 2):
+                        a = loc[base + q]
+                        loc[base + q] = a + loc[base + q + size // 2]
+                        loc[base + q + size // 2] = a - loc[base + q + size // 2]
+            for i in T.serial(16):
+                X[tx, i] = loc[i]
+
+    return main
+
+
+def test_per_thread_index_whose_range_is_not_proven_is_not_refused(target, rng):
+    """`loc[j * size + q]` with j < 16 // size: the analyzer's range ([0, 127]) overestimates
+    the product of two loop variables; the access is in bounds and the kernel compiles (it
+    was refused as an out-of-bounds access: upstream's Hadamard example)."""
+    if target == "cpu":
+        pytest.skip("thread-level code: the CPU back end has no thread index")
+    kernel = tilelang.compile(_butterflies_in_registers(), target=target)
+    x = rng.standard_normal((64, 16)).astype(np.float32)
+    want = x.astype(np.float64)
+    for r in range(4):
+        size = 1 << (r + 1)
+        w = want.reshape(64, 16 // size, 2, size // 2)
+        want = np.concatenate([w[:, :, 0] + w[:, :, 1], w[:, :, 0] - w[:, :, 1]], axis=2).reshape(64, 16)
+    kernel(x)
+    np.testing.assert_allclose(x, want, rtol=1e-5, atol=1e-4)
