@@ -1,7 +1,6 @@
 #include "transform/insert_barriers.h"
 
 #include <algorithm>
-
 #include <functional>
 #include <optional>
 #include <tuple>
