@@ -858,5 +858,70 @@ class ThreadLevel:
         return 1e-5, 1e-5 * p["bk"] * p["split"] * p["chunks"]
 
 
+class AllReduce:
+    """TVM's thread all-reduce as upstream's SIMT programs write it (T.comm_reducer +
+    T.tvm_thread_allreduce): a block of threads along up to three axes (extents powers of
+    two or not), the group along a random set of them (shuffles inside warps and shared
+    memory across them, or shared memory alone), sum or max of float32 or int32, called
+    in a loop so that the exchange is reused. GPU targets only (the CPU has no threads)."""
+    name = "allreduce"
+    targets = ("webgpu", "cuda")
+
+    def draw(self, rng, target):
+        limit = 256 if target == "webgpu" else 1024
+        while True:
+            dims = [pick(rng, [1, 2, 4, 8, 16, 32, 64, 3, 12]), pick(rng, [1, 2, 4, 8, 3, 6]), pick(rng, [1, 1, 2, 3])]
+            if math.prod(dims) <= limit and math.prod(dims) >= 2:
+                break
+        axes = [d for d in range(3) if rng.integers(0, 2)] or [int(rng.integers(0, 3))]
+        return dict(dims=dims, axes=axes, op=pick(rng, ["sum", "max"]), dtype=pick(rng, ["float32", "int32"]),
+                    rounds=pick(rng, [1, 2]), blocks=pick(rng, [1, 2]))
+
+    def kernel(self, p):
+        dims, axes, op, dtype, rounds, blocks = p["dims"], p["axes"], p["op"], p["dtype"], p["rounds"], p["blocks"]
+        n = math.prod(dims)
+        identity = 0 if dtype == "int32" else 0.0
+        lowest = -(2 ** 31) if dtype == "int32" else -T.infinity(dtype)
+
+        @T.prim_func
+        def allreduce(X: T.Tensor((blocks, n), dtype), Y: T.Tensor((blocks, rounds, n), dtype)):
+            with T.Kernel(blocks, threads=tuple(dims)) as b:
+                tx = T.get_thread_binding(0)
+                ty = T.get_thread_binding(1)
+                tz = T.get_thread_binding(2)
+                names = (tx, ty, tz)
+                lin = tx + ty * dims[0] + tz * dims[0] * dims[1]
+                out = T.alloc_local((1,), dtype)
+                for r in T.serial(rounds):
+                    reducer = (T.comm_reducer(lambda a, c: a + c, [T.Cast(dtype, identity)]) if op == "sum"
+                               else T.comm_reducer(lambda a, c: T.max(a, c), [T.Cast(dtype, lowest)]))
+                    with T.attr(reducer, "reduce_scope", T.reinterpret(T.uint64(0), dtype="handle")):
+                        T.evaluate(T.tvm_thread_allreduce(T.uint32(1), X[b, lin] + T.Cast(dtype, r), True, out[0],
+                                                          *[names[d] for d in axes], dtype="handle"))
+                    Y[b, r, lin] = out[0]
+
+        return allreduce
+
+    def arguments(self, p, rng):
+        n = math.prod(p["dims"])
+        x = uniform(rng, (p["blocks"], n), p["dtype"], -8, 8) if p["dtype"] == "int32" else \
+            uniform(rng, (p["blocks"], n), "float32")
+        return [x, np.zeros((p["blocks"], p["rounds"], n), NP[p["dtype"]])]
+
+    def expected(self, p, args):
+        x = args[0].astype(np.float64)
+        dims = p["dims"]
+        want = np.empty((p["blocks"], p["rounds"], math.prod(dims)))
+        for r in range(p["rounds"]):
+            v = (x + r).reshape(p["blocks"], dims[2], dims[1], dims[0])  # [b, z, y, x]
+            axes = tuple(3 - d for d in p["axes"])
+            red = v.sum(axis=axes, keepdims=True) if p["op"] == "sum" else v.max(axis=axes, keepdims=True)
+            want[:, r] = np.broadcast_to(red, v.shape).reshape(p["blocks"], -1)
+        return {1: want}
+
+    def tolerance(self, p):
+        return (1e-5, 1e-5 * math.prod(p["dims"])) if p["dtype"] == "float32" else (0, 0)
+
+
 TEMPLATES = {t.name: t for t in (Gemm(), Reduce(), Elementwise(), Copy(), Cumsum(), Softmax(), Pipeline(), Atomic(),
-                                 Branches(), ThreadLevel())}
+                                 Branches(), ThreadLevel(), AllReduce())}
