@@ -147,16 +147,21 @@ class Specialize : public IRMutator {
     threads_ = n->num_threads();
     tx_ = n->thread_vars.at(0);
     // Registers: the producer keeps 40, the consumers share the rest (at most 240 each). Where
-    // that leaves the consumers fewer than 240 and their register arrays take more than 192
-    // words a thread, the producer (TMA issues, barrier waits and its loop) keeps 24: the two
-    // consumer warpgroups of attention's backward (about 240 words of accumulators and
-    // scores) need all 240 (at 232 ptxas serialises their wgmma groups and spills), while
-    // the forward's (about 170 words) measured slower with 240.
+    // that leaves the consumers fewer registers than their register arrays take plus about 32
+    // for addresses, indices and loop state, the producer (TMA issues, barrier waits and its
+    // loop) keeps 24: below that ptxas serialises the consumers' wgmma groups (attention's
+    // backward, about 240 words a thread with two consumer warpgroups; the forward's 192-row
+    // tiles, 140-172 words with three), while the forward's 128-row tiles (172 words at 232
+    // registers) measured slower with 240.
+    int64_t array_words = register_array_words(n->body);
+    auto consumer_budget = [&](int64_t producer) {
+      return std::min<int64_t>(240, ((65536 - 128 * producer) / threads_) / 8 * 8);
+    };
     producer_regs_ = 40;
-    consumer_regs_ = std::min<int64_t>(240, ((65536 - 128 * producer_regs_) / threads_) / 8 * 8);
-    if (consumer_regs_ < 240 && register_array_words(n->body) > 192) {
+    consumer_regs_ = consumer_budget(producer_regs_);
+    if (consumer_regs_ < 240 && array_words + 32 > consumer_regs_) {
       producer_regs_ = 24;
-      consumer_regs_ = std::min<int64_t>(240, ((65536 - 128 * producer_regs_) / threads_) / 8 * 8);
+      consumer_regs_ = consumer_budget(producer_regs_);
     }
     done_ = false;
     counter_ = nullptr;
