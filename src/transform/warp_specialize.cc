@@ -178,23 +178,6 @@ class Specialize : public IRMutator {
     if (barrier_id_ > 15)
       fail(ErrorKind::Unsupported, n->span, "warp specialisation needs a named barrier, and the kernel uses all 15",
            "leave one barrier id free, or pass_configs={'tl.disable_warp_specialized': True}");
-    producer_fills_.clear();
-    struct Fills : IRVisitor {
-      std::unordered_set<const BufferNode*>* out;
-      using IRVisitor::visit;
-      void visit_for(const ForNode* f) override {
-        if (!f->attrs.count("ws_pipeline")) return IRVisitor::visit_for(f);
-        Stmt producer = role_body(f, 1);
-        for_each_expr(producer, [&](const ExprNode* e) {
-          if (auto* l = dynamic_cast<const BufferLoadNode*>(e)) out->insert(l->buffer.get());
-        });
-      }
-    } fills;
-    fills.out = &producer_fills_;
-    fills.visit(n->body);
-    std::vector<Stmt> setup_work;
-    work_before_setup(n->body, setup_work);
-    move_setup_work_ = may_run_beside_producer(make_seq(setup_work, n->span));
     Stmt body = split(n->body, {}, {});
     if (!done_) fail(ErrorKind::Internal, n->span, "internal: the warp-specialised loop is not at the kernel's top level");
     report.push_back(n->span.str() + ": warp specialised: " + std::to_string(threads_) + " consumer threads (" +
@@ -244,66 +227,12 @@ class Specialize : public IRMutator {
         std::vector<Stmt> out, later(seq->seq.begin() + i + 1, seq->seq.end()), stay, first = early;
         later.insert(later.end(), after.begin(), after.end());
         split_before(std::vector<Stmt>(seq->seq.begin(), seq->seq.begin() + i), stay, first);
-        if (!stay.empty() && move_setup_work_) {
-          // Into the consumers' branch (specialised says why), then their barrier.
-          first.insert(first.end(), stay.begin(), stay.end());
-          first.push_back(call_stmt("sync_threads", {}, seq->span));
-          stay.clear();
-        }
         for (auto& st : stay) out.push_back(consumers_only(st));
         out.push_back(split(seq->seq[i], later, first));
         return make_seq(out, seq->span);
       }
     }
     return s;  // not reached for the kernel that holds the loop (done_ stays false)
-  }
-
-  // The statements before the pipeline's set-up on the path split() walks (every enclosing
-  // sequence's part before it): they move together or not at all, in their order.
-  static void work_before_setup(const Stmt& s, std::vector<Stmt>& out) {
-    if (auto* a = as<AllocateNode>(s)) return work_before_setup(a->body, out);
-    if (auto* l = as<LetStmtNode>(s)) return work_before_setup(l->body, out);
-    auto* seq = as<SeqStmtNode>(s);
-    for (size_t i = 0; seq && i < seq->seq.size(); ++i) {
-      if (!contains_call(seq->seq[i], "mbarrier_init")) continue;
-      bool here = as<IfThenElseNode>(seq->seq[i]) && i > 0 && i + 1 < seq->seq.size();
-      out.insert(out.end(), seq->seq.begin(), seq->seq.begin() + (here ? i - 1 : i));
-      if (!here) work_before_setup(seq->seq[i], out);
-      return;
-    }
-  }
-
-  // Whether consumers' work from before the pipeline may run while the producer issues its
-  // first loads: it writes no global memory (which the producer may load) and touches none
-  // of the shared buffers the producer fills.
-  bool may_run_beside_producer(const Stmt& s) const {
-    if (writes_global(s)) return false;
-    for (auto* b : touches(s).all)
-      if (producer_fills_.count(b)) return false;
-    return true;
-  }
-
-  static bool writes_global(const Stmt& s) {
-    struct V : IRVisitor {
-      bool found = false;
-      using IRVisitor::visit;
-      void visit_store(const BufferStoreNode* n) override {
-        found = found || n->buffer->is_global();
-        IRVisitor::visit_store(n);
-      }
-      void visit_tile_op(const TileOpNode* n) override {  // a copy or atomic into a tensor
-        for (size_t k = 1; k < n->regions.size(); ++k) found = found || n->regions[k].buffer->is_global();
-        if (n->op != "copy" && !n->regions.empty()) found = found || n->regions[0].buffer->is_global();
-        IRVisitor::visit_tile_op(n);
-      }
-      void visit_evaluate(const EvaluateNode* n) override {  // calls with effects of their own
-        auto* call = as<CallNode>(n->value);
-        found = found || !call || call->op.rfind("atomic", 0) == 0 || call->op == "call_extern";
-        IRVisitor::visit_evaluate(n);
-      }
-    } v;
-    v.visit(s);
-    return v.found;
   }
 
   static bool contains_call(const Stmt& s, const std::string& op) {
@@ -319,29 +248,19 @@ class Specialize : public IRMutator {
     return std::make_shared<IfThenElseNode>(lt(tx_, c(threads_), st->span), named.mutate(st), nullptr, st->span);
   }
 
-  // barrier; init; barrier; if tx < T: [what comes before; barrier of the consumers] the
-  // rest, with the consumers' loop; else: the producer's skeleton of the rest.
-  // What comes before the set-up (the query tile's load) runs in the consumers' branch, so
-  // that the producer's first loads are in flight meanwhile; the consumers' own barrier
-  // (with the fence the async proxy needs) publishes its shared-memory writes to them. When
-  // any of it writes global memory (the producer may load what it wrote) or touches what the
-  // producer fills, all of it stays before the block-wide barrier instead.
+  // [if tx < T: what comes before]; barrier; init; barrier;
+  // if tx < T: the rest, with the consumers' loop; else: the producer's skeleton of the rest.
+  // What comes before the set-up stays before its fence and block-wide barrier, which
+  // publish its shared-memory writes (a query tile the wgmma reads) to every consumer.
   Stmt specialised(const SeqStmtNode* seq, size_t init, const std::vector<Stmt>& after,
                    const std::vector<Stmt>& early) {
     done_ = true;
     Span sp = seq->seq[init]->span;
     std::vector<Stmt> before, registers_only = early;
     split_before(std::vector<Stmt>(seq->seq.begin(), seq->seq.begin() + init - 1), before, registers_only);
-    std::vector<Stmt> out, consumers_first;
-    if (!before.empty() && !move_setup_work_) {
-      out.push_back(consumers_only(make_seq(before, sp)));
-    } else if (!before.empty()) {
-      consumers_first = before;
-      consumers_first.push_back(call_stmt("sync_threads", {}, sp));
-    }
+    std::vector<Stmt> out;
+    if (!before.empty()) out.push_back(consumers_only(make_seq(before, sp)));
     out.insert(out.end(), seq->seq.begin() + init - 1, seq->seq.begin() + init + 2);  // barrier, init, barrier
-    consumers_first.insert(consumers_first.end(), registers_only.begin(), registers_only.end());
-    registers_only = consumers_first;
     registers_only.insert(registers_only.end(), seq->seq.begin() + init + 2, seq->seq.end());
     Stmt rest = make_seq(registers_only, sp);
     // T.no_set_max_nreg: the register budgets stay as the launch gives them.
@@ -467,8 +386,6 @@ class Specialize : public IRMutator {
   Buffer counter_;  // the pipeline's iteration count when its loop runs more than once
   bool keep_registers_ = false;  // T.no_set_max_nreg in the kernel
   bool done_ = false;
-  std::unordered_set<const BufferNode*> producer_fills_;  // what the producer's loads name
-  bool move_setup_work_ = false;  // the work before the set-up runs in the consumers' branch
 };
 
 }  // namespace

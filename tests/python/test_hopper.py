@@ -807,48 +807,17 @@ def test_statements_around_a_warp_specialised_scope_run_on_the_consumers():
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_shared_writes_before_the_loop_are_published_to_the_consumers(causal):
+def test_shared_writes_before_the_loop_are_published_before_the_roles_split(causal):
     """The query tile is written by the consumer threads with ordinary stores and read by
-    wgmma. Its stores run in the consumers' branch, after the roles split (the producer's
-    first TMA loads are in flight meanwhile), then a fence.proxy.async and the consumers'
-    named barrier publish them before the loop's first wait."""
+    wgmma: its stores come before the fence.proxy.async and block-wide barrier of the
+    pipeline's set-up, not after them inside the consumers' branch."""
     sys.path.insert(0, __import__("os").path.dirname(__file__))
     from kernels.attention import flash_attention_fwd
     source = _C.codegen(_C.lower(flash_attention_fwd(1, 2, 512, 128, causal, block_M=128, block_N=128, num_stages=2,
                                                      threads=256).handle, SM90), SM90)
-    split = source.index("tl::set_max_nreg<")
     q_store = source.index("*>(&Q_shared[")  # the stores of the tile (vector stores)
-    published = source.index("tl::fence_proxy_async();\n    tl::named_barrier_sync(1, 256);", q_store)
-    first_wait = source.index("tl::mbarrier_wait(", split)
-    assert split < q_store < published < first_wait
-    assert source.rindex("tl::mbarrier_init", 0, split) < q_store
-
-
-def test_work_before_the_loop_that_writes_global_memory_stays_before_the_set_up():
-    """A store to a tensor before the pipelined loop (the producer may load it) keeps all the
-    work before the loop ahead of the set-up's block-wide barrier, the tile's load too."""
-    import tilelang.language as T
-
-    @T.prim_func
-    def main(A: T.Tensor((256, 64), "float16"), B: T.Tensor((256, 64), "float16"),
-             C: T.Tensor((128, 256), "float32"), Seen: T.Tensor((128,), "float32")):
-        with T.Kernel(1, threads=128) as bx:
-            A_s = T.alloc_shared((128, 64), "float16")
-            B_s = T.alloc_shared((64, 64), "float16")
-            acc = T.alloc_fragment((128, 64), "float32")
-            T.copy(A[0:128, :], A_s)
-            for i in T.Parallel(128):
-                Seen[i] = 1.0
-            T.clear(acc)
-            for k in T.Pipelined(4, num_stages=2):
-                T.copy(B[k * 64:(k + 1) * 64, :], B_s)
-                T.gemm(A_s, B_s, acc, transpose_B=True)
-                T.copy(acc, C[:, k * 64:(k + 1) * 64])
-
-    source = _C.codegen(_C.lower(main.handle, SM90), SM90)
-    body = source[source.index("__global__"):]
-    init = body.index("tl::mbarrier_init")
-    assert body.index("Seen[") < init and body.index("&A_s[") < init < body.index("tl::set_max_nreg<")
+    published = source.index("tl::fence_proxy_async();\n  __syncthreads();\n  if (tx == 0) {\n    tl::mbarrier_init")
+    assert q_store < published < source.index("tl::set_max_nreg<")
 
 
 @pytest.mark.parametrize("case", ATTENTION_CASES, ids=lambda c: "x".join(map(str, c[:4])) + ("-causal" if c[4] else "") +
