@@ -146,12 +146,14 @@ def combine(batch, heads, num_split, dim=512, threads=128, dtype="float16"):
     return merge
 
 
-def tile_config(target):
-    """Tile sizes for a target: on CUDA 64 heads per block over two warpgroups (wgmma);
-    on WebGPU tiles that fit its small workgroup memory; 16 heads on the CPU."""
+def tile_config(target, heads):
+    """Tile sizes for a target: on CUDA 64 heads per block over two warpgroups (wgmma), or
+    with fewer heads a block of them rounded up to 16 on mma.sync (a 64-row tile would be
+    mostly padding, and the memory-bound decode would wait on its products); on WebGPU
+    tiles that fit its small workgroup memory; 16 heads on the CPU."""
     kind = target.split()[0]
     if kind == "cuda":
-        return dict(block_H=64, block_N=64, num_stages=2, threads=256)
+        return dict(block_H=64 if heads >= 64 else -(-heads // 16) * 16, block_N=64, num_stages=2, threads=256)
     if kind == "webgpu":
         return dict(block_H=8, block_N=4, num_stages=1, threads=64)
     return dict(block_H=16, block_N=16, num_stages=1, threads=128)
@@ -164,7 +166,7 @@ class MLADecode:
     def __init__(self, batch, heads, num_pages, page_size, max_pages, num_split=4, softmax_scale=None,
                  dim=512, pe_dim=64, target="auto", dtype="float16", **tiles):
         self.target = resolve_target(target)
-        tiles = {**tile_config(self.target), **tiles}
+        tiles = {**tile_config(self.target, heads), **tiles}
         tiles["block_N"] = min(tiles["block_N"], page_size)
         scale = (dim + pe_dim) ** -0.5 if softmax_scale is None else softmax_scale
         self.split = tilelang.compile(
@@ -211,6 +213,9 @@ def main(argv=None):
                         help="longest cache (default 4096 on a GPU, 1024 else)")
     parser.add_argument("--page-size", type=int, default=64)
     parser.add_argument("--num-split", type=int, default=4)
+    parser.add_argument("--block-h", type=int, default=None, help="query heads per block (the target's default)")
+    parser.add_argument("--block-n", type=int, default=None, help="cached rows per tile (the target's default)")
+    parser.add_argument("--num-stages", type=int, default=None, help="tiles in flight (the target's default)")
     parser.add_argument("--repeat", type=int, default=10, help="timed runs (the median is printed)")
     parser.add_argument("--target", default="auto")
     args = parser.parse_args(argv)
@@ -224,7 +229,8 @@ def main(argv=None):
     max_pages = -(-S // P)
     num_pages = B * max_pages
     scale = 576 ** -0.5
-    decode = MLADecode(B, H, num_pages, P, max_pages, args.num_split, scale, target=target)
+    tiles = {k: v for k, v in (("block_H", args.block_h), ("block_N", args.block_n), ("num_stages", args.num_stages)) if v}
+    decode = MLADecode(B, H, num_pages, P, max_pages, args.num_split, scale, target=target, **tiles)
     print(f"MLA decode: batch {B}, {H} heads, cache up to {S} in pages of {P}, {args.num_split} splits, "
           f"target {target}")
 

@@ -308,9 +308,13 @@ GemmInstruction choose_mma_sync(const TileOpNode& op, const Target& target, int6
   int64_t warps = threads / 32;
   if (*k % ins.k != 0) return simt("K (" + std::to_string(*k) + ") is not a multiple of " + std::to_string(ins.k));
   int64_t policy = full_row ? 1 : attr_int(op, "policy", 0);
+  // Warp tiles 16 columns wide load B by pairs of 8-column blocks (ldmatrix.x4); a tile too
+  // narrow for that over the warps (a decode step's 16 x 64 scores on 8 warps) takes warp
+  // tiles of 16 x 8, one block each.
   int64_t best_m = pick_warps_m(warps, *m, *n, 16, 16, policy, full_row);
+  if (!best_m) best_m = pick_warps_m(warps, *m, *n, 16, 8, policy, full_row);
   if (!best_m)
-    return simt("the " + std::to_string(*m) + " x " + std::to_string(*n) + " tile does not split into 16 x 16 pieces over " +
+    return simt("the " + std::to_string(*m) + " x " + std::to_string(*n) + " tile does not split into 16 x 8 pieces over " +
                 std::to_string(warps) + " warps");
   ins.kind = GemmInstruction::Kind::MmaSync;
   ins.warps_m = best_m;
@@ -405,15 +409,18 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
                                 sp), sp);
     });
     // B (K x N): matrices 2j and 2j+1 are the two 8-deep halves of the 16 x 8 operand of
-    // column block j of the pair; stored K x N they are read transposed.
-    Stmt load_b = unrolled("nj", NI / 2, [&](const Expr& nj) {
-      Expr n0 = add(add(col0, mul(nj, c(16), sp), sp), mul(q_hi, c(8), sp), sp);
+    // column block j of the pair; stored K x N they are read transposed. An odd last block
+    // loads its two halves alone (ldmatrix.x2: lanes 0-15 give the addresses).
+    auto load_b_blocks = [&](const Expr& first_block, int64_t blocks) {
+      Expr n0 = add(add(col0, mul(first_block, c(8), sp), sp), mul(q_hi, c(8), sp), sp);
       Expr kq = add(k0, mul(q_lo, c(g.trans_b ? v : 8), sp), sp);
       Expr addr = g.trans_b ? at(rb, g.b, add(n0, l8, sp), kq) : at(rb, g.b, add(kq, l8, sp), n0);
-      return evaluate(intrinsic("ldmatrix", {c(g.trans_b ? 0 : 1), c(4),
-                                             make_load(b_reg, {mul(nj, c(2 * b_regs), sp)}, sp), addr},
+      return evaluate(intrinsic("ldmatrix", {c(g.trans_b ? 0 : 1), c(2 * blocks),
+                                             make_load(b_reg, {mul(first_block, c(b_regs), sp)}, sp), addr},
                                 sp), sp);
-    });
+    };
+    Stmt load_b = unrolled("nj", NI / 2, [&](const Expr& nj) { return load_b_blocks(mul(nj, c(2), sp), 2); });
+    if (NI % 2) load_b = make_seq({load_b, load_b_blocks(c(NI - 1), 1)}, sp);
     Stmt mmas = unrolled("mi", MI, [&](const Expr& mi) {
       return unrolled("ni", NI, [&](const Expr& ni) {
         Expr slot = mul(add(mul(mi, c(NI), sp), ni, sp), c(4), sp);

@@ -55,7 +55,10 @@ class CheckRegisterBounds : public IRVisitor {
       if (auto* l = as<BufferLoadNode>(n->args[i]))
         check(l->buffer, l->indices, std::max<int64_t>(1, bytes / std::max(1, l->buffer->dtype.bytes())), n->span);
     };
-    if (n->op == "ldmatrix") span_of(2, 16);
+    if (n->op == "ldmatrix") {  // ldmatrix(trans, matrices, registers, address): 4 bytes a matrix
+      const int64_t* matrices = n->args.size() > 1 ? const_int(n->args[1]) : nullptr;
+      span_of(2, 4 * (matrices ? *matrices : 4));
+    }
     if (n->op == "mma_sync") {
       if (!n->args.empty())
         if (auto* c = as<BufferLoadNode>(n->args[0])) check(c->buffer, c->indices, 4, n->span);

@@ -35,6 +35,7 @@ CASES = {
                                         transpose_B=True, num_stages=3),
     "flash_attention_mma_pipelined": lambda: flash_attention_fwd(1, 2, 256, 128, False, num_stages=2),
     "gemm_bf16_ragged": lambda: matmul(200, 136, 72, in_dtype="bfloat16"),
+    "gemm_fp16_mma_narrow_warp_tiles": lambda: matmul(32, 48, 64, 16, 24, 32, in_dtype="float16", threads=32),
     "gemm_transposed": lambda: matmul(128, 128, 64, transpose_A=True, transpose_B=True),
     "splitk_atomic": lambda: splitk_matmul(128, 96, 256),
     "softmax": lambda: softmax(256, 512),
@@ -96,6 +97,16 @@ def test_gemm_sass_uses_tensor_cores():
     sass, _, _ = sass_of(matmul(256, 256, 256, 128, 128, 64, in_dtype="int8", out_dtype="int32", accum_dtype="int32",
                                 transpose_B=True, num_stages=3), mma)
     assert "IMMA.16832.S8.S8" in sass and "LDSM.16.M88.4" in sass
+
+
+def test_narrow_warp_tiles_load_an_odd_block_of_b_alone():
+    """16 x 24 on one warp: three 16 x 8 accumulators per K step of 16, B's first two
+    blocks by one ldmatrix.x4 (.trans: B is K x N) and the third by an ldmatrix.x2."""
+    mma = ["tl.disable_wgmma", "tl.disable_tma_lower"]
+    sass, usage, _ = sass_of(matmul(32, 48, 32, 16, 24, 32, in_dtype="float16", threads=32, num_stages=1), mma)
+    assert sass.count("HMMA.16816.F32") == 6, sass.count("HMMA")  # 2 K slices x 3 blocks
+    assert sass.count("LDSM.16.MT88.4") == 2 and sass.count("LDSM.16.MT88.2") == 2
+    assert "LDL" not in sass and "STL" not in sass
 
 
 def test_lowering_report_names_the_decisions():

@@ -222,7 +222,9 @@ CUDA_CASES = {
     "gqa_split": lambda: gqa_decode.gqa_decode_split(8, 32, 8, 8192, 128, 4, **gqa_decode.tile_config("cuda")),
     "gqa_combine": lambda: gqa_decode.combine(8, 32, 4, 128),
     "mla_split": lambda: mla_decode.mla_decode_split(64, 128, 4096, 64, 64, 4, 576 ** -0.5,
-                                                     **mla_decode.tile_config("cuda")),
+                                                     **mla_decode.tile_config("cuda", 128)),
+    "mla_split_16_heads": lambda: mla_decode.mla_decode_split(128, 16, 8192, 64, 64, 4, 576 ** -0.5,
+                                                              **mla_decode.tile_config("cuda", 16)),
     "sparse_mla": lambda: sparse_mla.sparse_mla_fwd(1, 1024, 8192, 128, 2048, 576 ** -0.5,
                                                     **sparse_mla.tile_config("cuda")),
 }
@@ -231,7 +233,7 @@ CUDA_CASES = {
 @pytest.mark.parametrize("case", sorted(CUDA_CASES))
 def test_cuda_source_compiles(case):
     """Lowered for sm_90a and compiled by NVRTC; every T.gemm of the split kernels runs on
-    wgmma, and the GQA kernel's K/V tiles are loaded ahead by a TMA producer."""
+    wgmma (mma.sync for 16 query heads), and the GQA kernel's K/V tiles are loaded ahead by a TMA producer."""
     from tilelang import _C
     from tilelang.jit.kernel import _include_dir
     from sass import nvrtc_reason
@@ -243,6 +245,8 @@ def test_cuda_source_compiles(case):
     cubin = _C.nvrtc_compile(_C.codegen(lowered, target), f"{case}.cu", "sm_90a", [_include_dir()])
     assert cubin[:4] == b"\x7fELF"
     gemms = [line for line in lowered.lowering_report().splitlines() if "T.gemm (" in line]  # the instruction choices
-    assert all("on wgmma" in line for line in gemms), gemms
+    # 16 query heads: a 16-row tile on mma.sync (a 64-row one would be three quarters padding).
+    instruction = "on mma.sync m16n8k16, 1 x 8 warps" if case == "mla_split_16_heads" else "on wgmma"
+    assert all(instruction in line for line in gemms), gemms
     if case == "gqa_split":
         assert "pipelined by a TMA producer warpgroup" in lowered.lowering_report()

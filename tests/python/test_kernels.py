@@ -164,6 +164,29 @@ def test_gemm_16bit(target, rng, in_dtype, out_dtype, transpose_B):
     np.testing.assert_allclose(_f64(c), ref, **tol)
 
 
+@pytest.mark.parametrize(
+    "block_M, block_N, threads, transpose_B",
+    [
+        (16, 64, 256, True),   # a decode step's 16 x 64 scores on 8 warps: warp tiles of 16 x 8
+        (16, 24, 32, False),   # one warp, three 8-column blocks: a pair and a single one
+        (32, 40, 64, True),
+    ],
+)
+def test_gemm_16bit_narrow_warp_tiles(target, rng, block_M, block_N, threads, transpose_B):
+    """On CUDA (mma.sync) tiles whose columns do not split 16 to a warp take warp tiles
+    8 columns wide; B's odd last block loads alone (ldmatrix.x2)."""
+    M, N, K = 2 * block_M, 2 * block_N, 64
+    func = kernels.gemm.matmul(M, N, K, block_M, block_N, 32, in_dtype="float16", out_dtype="float32",
+                               accum_dtype="float32", transpose_B=transpose_B, threads=threads)
+    kernel = _compile(func, target, out_idx=[2])
+    if target.startswith("cuda"):
+        assert "mma.sync m16n8k16" in kernel.get_lowering_report()
+    a = _uniform(rng, (M, K), "float16")
+    b = _uniform(rng, (N, K) if transpose_B else (K, N), "float16")
+    (c,) = _outputs(kernel(a, b))
+    np.testing.assert_allclose(c, _gemm_reference(a, b, False, transpose_B), rtol=1e-5, atol=1e-4)
+
+
 def test_gemm_dynamic_m(target, rng):
     N, K = 72, 96
     func = kernels.gemm.matmul(T.dynamic("m"), N, K, 64, 64, 32)

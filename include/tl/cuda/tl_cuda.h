@@ -303,6 +303,23 @@ TL_DEVICE void ldmatrix_x4(void* regs, const void* smem) {
 #endif
 }
 
+// ldmatrix.x2: two 8x8 matrices; lanes 0-15 give the row addresses (lane l: row l % 8 of
+// matrix l / 8), the other lanes' are ignored.
+template <bool kTrans>
+TL_DEVICE void ldmatrix_x2(void* regs, const void* smem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+  unsigned int addr = static_cast<unsigned int>(__cvta_generic_to_shared(smem));
+  unsigned int* r = static_cast<unsigned int*>(regs);
+  if constexpr (kTrans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+  }
+#else
+  __trap();
+#endif
+}
+
 // D = A * B + D for one m16n8k16 (16-bit inputs) or m16n8k32 (8-bit inputs) step: c[0..3]
 // are the accumulators c0..c3, a and b the operand registers (4 and 2 of 32 bits) in the
 // order of the PTX ISA's fragments. The overload is picked by the element types.

@@ -968,9 +968,9 @@ class CodeGenCUDA : public Emitter {
       int64_t trans = const_arg(call, 0, "transpose flag"), count = const_arg(call, 1, "matrix count");
       auto* dst = call->args.size() == 4 ? as<BufferLoadNode>(call->args[2]) : nullptr;
       auto* src = call->args.size() == 4 ? as<BufferLoadNode>(call->args[3]) : nullptr;
-      if (!dst || !src || !src->buffer->is_shared() || count != 4)
-        fail(ErrorKind::Internal, call->span, "internal: ldmatrix takes (trans, 4, register element, shared element)");
-      line(std::string("tl::ldmatrix_x4<") + (trans ? "true" : "false") + ">(&" +
+      if (!dst || !src || !src->buffer->is_shared() || (count != 4 && count != 2))
+        fail(ErrorKind::Internal, call->span, "internal: ldmatrix takes (trans, 2 or 4, register element, shared element)");
+      line(std::string(count == 4 ? "tl::ldmatrix_x4<" : "tl::ldmatrix_x2<") + (trans ? "true" : "false") + ">(&" +
            element(dst->buffer, dst->indices, dst->span) + ", &" + element(src->buffer, src->indices, src->span) + ");");
       return;
     }
