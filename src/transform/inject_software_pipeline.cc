@@ -8,6 +8,7 @@
 #include "ir/error.h"
 #include "ir/functor.h"
 #include "ir/op.h"
+#include "ir/structural.h"
 #include "op/copy_tma.h"
 #include "op/region.h"
 #include "transform/pass.h"
@@ -153,6 +154,39 @@ bool contains_gemm(const Stmt& s) {
 }
 
 // Accesses to the multi-buffered buffers gain the stage slot as a leading index.
+// A copy whose region starts at coordinates read from tensors the kernel never writes (a
+// paged cache's block table, with its bounds guard): each such coordinate becomes a
+// variable (one for each distinct expression), listed with the expression it stands for.
+Stmt read_coordinates_early(const Stmt& s, const std::unordered_set<const BufferNode*>& written,
+                            std::vector<std::pair<Var, Expr>>& reads) {
+  auto* op = as<TileOpNode>(s);
+  if (!op) return s;
+  auto reads_tensor = [&](const Expr& e) {
+    bool found = false;
+    for_each_expr(std::make_shared<EvaluateNode>(e), [&](const ExprNode* n) {
+      if (auto* l = dynamic_cast<const BufferLoadNode*>(n))
+        found = found || (l->buffer->is_global() && !written.count(l->buffer.get()));
+    });
+    return found;
+  };
+  std::vector<BufferRegion> regions = op->regions;
+  bool changed = false;
+  for (auto& r : regions)
+    for (auto& rg : r.ranges) {
+      if (!reads_tensor(rg.min)) continue;
+      Var v;
+      for (auto& [var, e] : reads)
+        if (structural_equal(e, rg.min)) v = var;
+      if (!v) {
+        v = make_var("coord" + std::to_string(reads.size()), rg.min->dtype, op->span);
+        reads.emplace_back(v, rg.min);
+      }
+      rg.min = v;
+      changed = true;
+    }
+  return changed ? std::make_shared<TileOpNode>(op->op, regions, op->args, op->attrs, op->span) : s;
+}
+
 class AddStage : public IRMutator {
  public:
   AddStage(const std::unordered_map<const BufferNode*, Buffer>& staged, Expr slot) : staged_(staged), slot_(slot) {}
@@ -426,9 +460,16 @@ class SoftwarePipeline : public IRMutator {
     };
     // A slot is refilled once its consumers of the round before have released it.
     Expr empty_parity = floormod(add(round, c(1), sp), c(2), sp);
+    // Coordinates read from tensors the kernel never writes (a paged cache's block table)
+    // are read before the wait for the slot, so that their latency overlaps it instead of
+    // delaying the copy after the slot frees.
+    std::vector<std::pair<Var, Expr>> index_reads;
+    for (auto& st : produce) st = read_coordinates_early(st, kernel_writes_, index_reads);
     Stmt producer = make_seq({guarded(binary(BinaryOp::GE, i, c(S), sp), call_stmt("mbarrier_wait", {empty_bar, empty_parity}, sp)),
                               call_stmt("mbarrier_arrive_expect_tx", {full, c(bytes)}, sp), make_seq(produce, sp)},
                              sp);
+    for (size_t k = index_reads.size(); k-- > 0;)
+      producer = std::make_shared<LetStmtNode>(index_reads[k].first, index_reads[k].second, producer, sp);
     std::vector<Stmt> consumers;
     for (size_t k = 0; k < stmts.size(); ++k)
       if (!is_producer[k] && !is_barrier(stmts[k])) consumers.push_back(stmts[k]);

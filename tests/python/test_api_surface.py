@@ -171,6 +171,29 @@ def test_profiler_uses_the_supply_type(cache_dir):
     ints.assert_allclose(lambda a: a.pow(1) * 2, atol=0, rtol=0)
 
 
+def test_profiler_func_adapter_and_consistency(cache_dir):
+    """Upstream's programs call profiler.func(...) (the kernel), swap the kernel with
+    with_default_adapter, and check for races with assert_consistent."""
+    k = tilelang.compile(scale_kernel(128, 3.0), out_idx=[-1], target="cpu")
+    prof = k.get_profiler(TensorSupplyType.Integer)
+    (a,) = prof._get_inputs()
+    assert prof.func is k and prof.adapter is k
+    np.testing.assert_array_equal(np.asarray(prof.func(a)), np.asarray(a) * 3)
+    prof.assert_consistent(repeat=3)
+    calls = []
+
+    def flaky(x):
+        calls.append(1)
+        return x * (3 + (len(calls) == 2))  # the second run differs
+
+    assert prof.with_default_adapter(flaky) is prof
+    assert prof.params == k.params  # the stand-in keeps the kernel's description
+    with pytest.raises(AssertionError, match="output 0 of run 2 differs from run 1"):
+        prof.assert_consistent(repeat=3)
+    with pytest.raises(TypeError, match="with_default_adapter expects a callable kernel, got int"):
+        prof.with_default_adapter(3)
+
+
 def test_profiler_assert_allclose_honours_max_mismatched_ratio(cache_dir):
     k = tilelang.compile(scale_kernel(1000, 2.0), out_idx=[-1], target="cpu")
     prof = k.get_profiler(TensorSupplyType.Randn)

@@ -248,5 +248,12 @@ def test_cuda_source_compiles(case):
     # 16 query heads: a 16-row tile on mma.sync (a 64-row one would be three quarters padding).
     instruction = "on mma.sync m16n8k16, 1 x 8 warps" if case == "mla_split_16_heads" else "on wgmma"
     assert all(instruction in line for line in gemms), gemms
+    if case.startswith("mla_split"):
+        # The producer reads the block table for a tile before it waits for the tile's slot
+        # (the read's latency overlaps the wait), and only once for the tile's copies.
+        source = _C.codegen(lowered, target)
+        producer = source[source.index("if (tx == 256)"):]
+        read = producer.index("block_table[")
+        assert read < producer.index("tl::mbarrier_wait(") and producer.count("block_table[") == 1
     if case == "gqa_split":
         assert "pipelined by a TMA producer warpgroup" in lowered.lowering_report()

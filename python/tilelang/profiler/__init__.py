@@ -93,6 +93,36 @@ class Profiler:
     def __call__(self, *args, **kwargs):
         return self.kernel(*args, **kwargs)
 
+    @property
+    def func(self):
+        """The kernel as a callable (upstream's name for its adapter): profiler.func(*args)."""
+        return self.kernel
+
+    adapter = func
+
+    def with_default_adapter(self, adapter):
+        """Makes `adapter` (a compiled kernel or any callable with its signature) the
+        function this profiler runs; returns the profiler."""
+        if not callable(adapter):
+            raise TypeError(f"with_default_adapter expects a callable kernel, got {type(adapter).__name__}")
+        self.kernel = adapter if hasattr(adapter, "params") else _CallableWithParams(adapter, self.kernel)
+        return self
+
+    def assert_consistent(self, repeat=10):
+        """Runs the kernel repeat + 1 times on the same inputs and asserts that every run
+        gives the first run's outputs exactly (a race inside the kernel shows as a difference)."""
+        args = self._get_inputs()
+        first = self._outputs(self.kernel(*args))
+        for run in range(repeat):
+            again = self._outputs(self.kernel(*args))
+            for k, (a, b) in enumerate(zip(again, first)):
+                if not np.array_equal(_host(a), _host(b), equal_nan=True):
+                    raise AssertionError(f"result is not consistent: output {k} of run {run + 2} differs from run 1")
+
+    @staticmethod
+    def _outputs(result):
+        return [] if result is None else list(result) if isinstance(result, (list, tuple)) else [result]
+
     def do_bench(self, func=None, warmup=3, rep=10, n_warmup=None, n_repeat=None, input_tensors=None, **kw):
         args = input_tensors if input_tensors is not None else self._get_inputs()
         fn = func or self.kernel
@@ -122,6 +152,27 @@ class Profiler:
         ours = self.kernel(*args)
         ref = reference_program(*args)
         manual_check_prog(ours, ref)
+
+
+class _CallableWithParams:
+    """A callable given to with_default_adapter, described by the kernel it stands in for."""
+
+    def __init__(self, fn, kernel):
+        self._fn, self._kernel = fn, kernel
+
+    def __call__(self, *args, **kwargs):
+        return self._fn(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._kernel, name)
+
+
+def _host(x):
+    """A numpy view of a result (a torch tensor is copied to the host)."""
+    if hasattr(x, "detach"):
+        x = x.detach().cpu()
+        return x.float().numpy() if x.dtype.is_floating_point else x.numpy()
+    return np.asarray(x)
 
 
 def _torch_installed() -> bool:
