@@ -117,23 +117,23 @@ def combine(batch, heads, num_split, dim, threads=128, dtype="float16"):
         O: T.Tensor((batch, heads, dim), dtype),
     ):
         with T.Kernel(heads, batch, threads=threads) as (h, b):
-            part = T.alloc_fragment((num_split, dim), accum)
-            lse = T.alloc_fragment((num_split,), accum)
-            lse_max = T.alloc_fragment((1,), accum)
-            total = T.alloc_fragment((1,), accum)
-            weight = T.alloc_shared((num_split,), accum)  # lse's layout to part's rows
+            # Each thread weighs the few splits itself, then sums its columns over them.
+            weight = T.alloc_local((num_split,), accum)
+            lse_max = T.alloc_var(accum)
+            total = T.alloc_var(accum)
             out = T.alloc_fragment((dim,), accum)
-            T.copy(LSE_part[b, h, :], lse)
-            T.reduce_max(lse, lse_max, dim=0)
-            for s in T.Parallel(num_split):
-                lse[s] = T.exp2(lse[s] - lse_max[0])
-            T.reduce_sum(lse, total, dim=0)
-            for s in T.Parallel(num_split):
-                weight[s] = lse[s] / total[0]
-            T.copy(O_part[b, h, :, :], part)
-            for s, d in T.Parallel(num_split, dim):
-                part[s, d] *= weight[s]
-            T.reduce_sum(part, out, dim=0)
+            lse_max = -T.infinity(accum)
+            for s in T.unroll(num_split):
+                weight[s] = LSE_part[b, h, s]
+                lse_max = T.max(lse_max, weight[s])
+            total = 0
+            for s in T.unroll(num_split):
+                weight[s] = T.exp2(weight[s] - lse_max)
+                total += weight[s]
+            T.clear(out)
+            for s in T.unroll(num_split):
+                for d in T.Parallel(dim):
+                    out[d] += O_part[b, h, s, d] * (weight[s] / total)
             T.copy(out, O[b, h, :])
 
     return merge
