@@ -21,6 +21,7 @@ shares: O = sum_s 2^(lse_s - lse) O_s.
 """
 
 import argparse
+import os
 import sys
 
 import numpy as np
@@ -29,6 +30,9 @@ import tilelang
 import tilelang.language as T
 from tilelang.jit.backends import resolve_target
 from tilelang.profiler import do_bench
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared combine step
+from split_kv import combine  # noqa: E402
 
 LOG2E = 1.4426950408889634
 
@@ -111,41 +115,6 @@ def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_split, s
                     O_part[b, hx * block_H + i, sp, j] = acc_o[i, j] * rescale[i]
 
     return split
-
-
-def combine(batch, heads, num_split, dim=512, threads=128, dtype="float16"):
-    """O[b, h] = the partial outputs weighted by their share of the total softmax mass."""
-    accum = "float32"
-
-    @T.prim_func
-    def merge(
-        O_part: T.Tensor((batch, heads, num_split, dim), accum),
-        LSE_part: T.Tensor((batch, heads, num_split), accum),
-        O: T.Tensor((batch, heads, dim), dtype),
-    ):
-        with T.Kernel(heads, batch, threads=threads) as (h, b):
-            # Every thread weighs the few splits itself (no exchange between threads), then
-            # accumulates its columns over the splits: the loads of all splits are issued
-            # together and no reduction crosses threads.
-            weight = T.alloc_local((num_split,), accum)
-            lse_max = T.alloc_var(accum)
-            total = T.alloc_var(accum)
-            out = T.alloc_fragment((dim,), accum)
-            lse_max = -T.infinity(accum)
-            for s in T.unroll(num_split):
-                weight[s] = LSE_part[b, h, s]
-                lse_max = T.max(lse_max, weight[s])
-            total = 0
-            for s in T.unroll(num_split):
-                weight[s] = T.exp2(weight[s] - lse_max)
-                total += weight[s]
-            T.clear(out)
-            for s in T.unroll(num_split):
-                for d in T.Parallel(dim):
-                    out[d] += O_part[b, h, s, d] * (weight[s] / total)
-            T.copy(out, O[b, h, :])
-
-    return merge
 
 
 def tile_config(target, heads):

@@ -225,7 +225,7 @@ CUDA_CASES = {
                                                      **mla_decode.tile_config("cuda", 128)),
     "mla_split_16_heads": lambda: mla_decode.mla_decode_split(128, 16, 8192, 64, 64, 4, 576 ** -0.5,
                                                               **mla_decode.tile_config("cuda", 16)),
-    "mla_combine": lambda: mla_decode.combine(64, 16, 4),
+    "mla_combine": lambda: mla_decode.combine(64, 16, 4, 512),
     "sparse_mla": lambda: sparse_mla.sparse_mla_fwd(1, 1024, 8192, 128, 2048, 576 ** -0.5,
                                                     **sparse_mla.tile_config("cuda")),
 }

@@ -1,0 +1,43 @@
+"""Split-KV decoding's second step, shared by the decode examples: the partial outputs of
+a sequence's splits merged by their share of the softmax mass,
+
+    O = sum_s 2^(lse_s - lse) O_s,   lse = log2(sum_s 2^lse_s),
+
+from O_part [batch, heads, num_split, dim] and LSE_part [batch, heads, num_split]
+(float32, base-2 log-sum-exps; an empty split has lse -inf and weight 0).
+"""
+
+import tilelang.language as T
+
+
+def combine(batch, heads, num_split, dim, threads=128, dtype="float16"):
+    """O[b, h] = the partial outputs weighted by their share of the total softmax mass."""
+    accum = "float32"
+
+    @T.prim_func
+    def merge(
+        O_part: T.Tensor((batch, heads, num_split, dim), accum),
+        LSE_part: T.Tensor((batch, heads, num_split), accum),
+        O: T.Tensor((batch, heads, dim), dtype),
+    ):
+        with T.Kernel(heads, batch, threads=threads) as (h, b):
+            # Each thread weighs the few splits itself, then sums its columns over them.
+            weight = T.alloc_local((num_split,), accum)
+            lse_max = T.alloc_var(accum)
+            total = T.alloc_var(accum)
+            out = T.alloc_fragment((dim,), accum)
+            lse_max = -T.infinity(accum)
+            for s in T.unroll(num_split):
+                weight[s] = LSE_part[b, h, s]
+                lse_max = T.max(lse_max, weight[s])
+            total = 0
+            for s in T.unroll(num_split):
+                weight[s] = T.exp2(weight[s] - lse_max)
+                total += weight[s]
+            T.clear(out)
+            for s in T.unroll(num_split):
+                for d in T.Parallel(dim):
+                    out[d] += O_part[b, h, s, d] * (weight[s] / total)
+            T.copy(out, O[b, h, :])
+
+    return merge
