@@ -135,14 +135,15 @@ class MLADecode:
     MLADecode(...)(q, kv_cache, block_table, cache_seqlens) returns O [batch, heads, 512]."""
 
     def __init__(self, batch, heads, num_pages, page_size, max_pages, num_split=4, softmax_scale=None,
-                 dim=512, pe_dim=64, target="auto", dtype="float16", **tiles):
+                 dim=512, pe_dim=64, target="auto", dtype="float16", pass_configs=None, **tiles):
         self.target = resolve_target(target)
         tiles = {**tile_config(self.target, heads), **tiles}
         tiles["block_N"] = min(tiles["block_N"], page_size)
         scale = (dim + pe_dim) ** -0.5 if softmax_scale is None else softmax_scale
         self.split = tilelang.compile(
             mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_split, scale, dim, pe_dim,
-                             dtype=dtype, **tiles), out_idx=[4, 5], target=self.target)
+                             dtype=dtype, **tiles), out_idx=[4, 5], target=self.target,
+            pass_configs=pass_configs or {})
         self.combine = tilelang.compile(combine(batch, heads, num_split, dim, dtype=dtype), out_idx=[2],
                                         target=self.target)
 
