@@ -17,9 +17,11 @@
 #   bash benchmarks/run_gpu.sh autotune   (build, the 126-configuration GEMM tune twice: fresh, cached;
 #                                         then fresh through a local Ray instance)
 #   bash benchmarks/run_gpu.sh attention  (build, the torch / eager suites on cuda, the attention
-#                                         examples (ATTENTION_TESTS=0: not these), then the FlashAttention forward sweep against
-#                                         cuDNN and upstream TileLang and the backward sweep against
-#                                         cuDNN / flash SDPA)
+#                                         examples (ATTENTION_TESTS=0: not these), MLA decode variants
+#                                         (MLA_VARIANTS) and, with .upstream_programs and .ref carried,
+#                                         upstream's MLA examples on both; then the FlashAttention forward
+#                                         sweep against cuDNN and upstream TileLang and the backward sweep
+#                                         against cuDNN / flash SDPA)
 #   bash benchmarks/run_gpu.sh programs [--only PATTERN]  (build, then upstream TileLang's own
 #                                         programs, unchanged, each in its own process on cuda:
 #                                         benchmarks/upstream_programs.py over
@@ -97,16 +99,24 @@ if [ "$ONLY" = attention ]; then
     echo "$name (exit $?): $(tail -3 "$LOGS/example_$name.log" | tr '\n' ' ')"
   done
   fi
-  echo "== decode: MLA (compute-bound at 128 query heads, memory-bound at 16) and the device copy bandwidth"
-  $PY - <<'PYEOF' 2>&1 | tail -1
-import torch, triton
-x = torch.empty(2 ** 28, dtype=torch.float16, device="cuda"); y = torch.empty_like(x)
-ms = triton.testing.do_bench(lambda: y.copy_(x), warmup=5, rep=50, return_mode="median")
-print(f"device copy: {2 * x.numel() * 2 / ms * 1e-6:.0f} GB/s (bytes read + written)")
-PYEOF
-  for shape in "--batch 64 --heads 128 --seqlen 4096" "--batch 128 --heads 16 --seqlen 4096" "--batch 64 --heads 16 --seqlen 8192"; do
-    timeout ${EXAMPLE_TIMEOUT:-120} $PY examples/attention/mla_decode.py $shape 2>&1 | tail -3 | tr '\n' ' '; echo
-  done
+  echo "== decode: MLA variants (GB/s of cached rows, beside the device copy bandwidth)"
+  # MLA_VARIANTS: JSON of named tile / pass-config variants (benchmarks/mla_variants.py)
+  MLA_VARIANTS=${MLA_VARIANTS:-'{"default": {}, "16x32 no ws": {"block_H": 16, "block_N": 32, "num_stages": 2, "pass_configs": {"tl.disable_warp_specialized": true}}}'}
+  timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/mla_variants.py --variants "$MLA_VARIANTS" --splits 2 4 2>&1 \
+    | grep -v -e Warning -e "return JITKernel" | tee "$LOGS/mla_variants.txt"
+  if [ -f .ref/tl_site.tar.xz ] && [ -d .upstream_programs/tile-ai/tilelang/examples/deepseek_mla ]; then
+    echo "== decode: upstream's MLA examples, the same source on both"
+    mkdir -p /tmp/tlref && tar -C /tmp/tlref -xJf .ref/tl_site.tar.xz
+    ls .upstream_programs/wheels/*.whl > /dev/null 2>&1 && $PY -m pip install --no-index --no-deps -q .upstream_programs/wheels/*.whl 2>/dev/null
+    for run in "example_mla_decode.py --batch 128 --heads 16 --kv_ctx 4096" "example_mla_decode.py" \
+               "example_mla_decode_paged.py --batch 128 --h_q 16 --cache_seqlen 4096" "example_mla_decode_paged.py --batch 64 --h_q 128 --cache_seqlen 4096"; do
+      for side in ours upstream; do
+        path=$PWD/python; [ $side = upstream ] && path=/tmp/tlref
+        echo "$side $run: $(cd .upstream_programs/tile-ai/tilelang/examples/deepseek_mla && PYTHONPATH=$path timeout 150 $PY $run 2>&1 \
+          | grep -E 'Latency|TFlops|Tile-lang|Error' | tail -3 | tr '\n' ' ')"
+      done
+    done
+  fi
   echo "== attention sweep: ours"
   # ATTENTION_CONFIGS='[[bm,bn,stages,threads],...]': the forward sweep's configurations (both implementations)
   CFG_ARGS=(); [ -n "${ATTENTION_CONFIGS:-}" ] && CFG_ARGS=(--configs "$ATTENTION_CONFIGS")
