@@ -35,7 +35,7 @@ CASES = {
                                         transpose_B=True, num_stages=3),
     "flash_attention_mma_pipelined": lambda: flash_attention_fwd(1, 2, 256, 128, False, num_stages=2),
     "gemm_bf16_ragged": lambda: matmul(200, 136, 72, in_dtype="bfloat16"),
-    "gemm_fp16_mma_narrow_warp_tiles": lambda: matmul(32, 48, 64, 16, 24, 32, in_dtype="float16", threads=32),
+    "gemm_fp16_mma_narrow_warp_tiles": lambda: matmul(32, 128, 64, 16, 64, 32, in_dtype="float16", threads=256),
     "gemm_transposed": lambda: matmul(128, 128, 64, transpose_A=True, transpose_B=True),
     "splitk_atomic": lambda: splitk_matmul(128, 96, 256),
     "softmax": lambda: softmax(256, 512),

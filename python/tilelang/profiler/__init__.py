@@ -95,7 +95,7 @@ class Profiler:
 
     @property
     def func(self):
-        """The kernel as a callable (upstream's name for its adapter): profiler.func(*args)."""
+        """The kernel as a callable (upstream's name for its adapter): ``profiler.func(*args)``."""
         return self.kernel
 
     adapter = func
