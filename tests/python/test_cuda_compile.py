@@ -9,7 +9,7 @@ from tilelang import _C
 from tilelang.jit.kernel import _include_dir
 from sass import nvrtc_reason, sass_of
 
-from kernels.atomic import atomic_row_sum, atomic_total_sum, splitk_matmul
+from kernels.atomic import atomic_add_lanes, atomic_row_sum, atomic_total_sum, splitk_matmul
 from kernels.attention import flash_attention_fwd
 from kernels.dynamic import scale_shift
 from kernels.elementwise import add_broadcast_guarded, add_broadcast_tiled
@@ -107,6 +107,25 @@ def test_narrow_warp_tiles_load_an_odd_block_of_b_alone():
     assert sass.count("HMMA.16816.F32") == 6, sass.count("HMMA")  # 2 K slices x 3 blocks
     assert sass.count("LDSM.16.MT88.4") == 2 and sass.count("LDSM.16.MT88.2") == 2
     assert "LDL" not in sass and "STL" not in sass
+
+
+def test_atomic_add_lanes_are_vector_atomics():
+    """T.atomic_addx4 / x2 on float32 are one REDG of 4 / 2 floats on sm_90 (an atomic per
+    element only where the address is misaligned); float16 pairs one F16x2 atomic; on sm_80
+    float32 lanes stay scalar (its vector atomics are 16-bit pairs only)."""
+    for lanes in (4, 2):
+        sass, _, _ = sass_of(atomic_add_lanes(16, 32, lanes))
+        assert f"REDG.E.ADD.F32x{lanes}." in sass, sass
+    sass, _, _ = sass_of(atomic_add_lanes(16, 32, 2, dtype="float16"))
+    assert "ATOM.E.ADD.F16x2" in sass
+    sass, _, _ = sass_of(atomic_add_lanes(16, 32, 4), arch="sm_80")
+    assert "F32x" not in sass and "RED.E.ADD.F32" in sass
+    # The tile form: a thread's 4 consecutive accumulators of a float32 split-K tile are one
+    # vector atomic; a ragged tile, guarded element by element, stays scalar.
+    sass, _, _ = sass_of(splitk_matmul(128, 128, 256))
+    assert "REDG.E.ADD.F32x4." in sass
+    sass, _, _ = sass_of(splitk_matmul(100, 72, 256))
+    assert "F32x" not in sass and "REDG.E.ADD.F32." in sass
 
 
 def test_lowering_report_names_the_decisions():

@@ -403,6 +403,38 @@ def test_atomic_add_row_sums(target, rng):
     np.testing.assert_allclose(out, _f64(x).sum(axis=1), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    "lanes, dtype, offset",
+    [(2, "float32", 0), (4, "float32", 0), (4, "float32", 1), (2, "float16", 0), (2, "bfloat16", 1)],
+    ids=["x2-f32", "x4-f32", "x4-f32-misaligned", "x2-f16", "x2-bf16-misaligned"])
+def test_atomic_add_lanes(target, rng, lanes, dtype, offset):
+    """T.atomic_addx2 / x4: consecutive elements each added atomically by three blocks (on
+    CUDA one vector atomic where aligned, an atomic per element where not)."""
+    if target.startswith("webgpu") and dtype != "float32":
+        pytest.skip("WGSL's atomics are 32-bit")
+    M, N, copies = 16, 32, 3
+    kernel = _compile(kernels.atomic.atomic_add_lanes(M, N, lanes, copies, dtype, offset), target)
+    a = _uniform(rng, (copies, M, N), dtype)
+    b = _uniform(rng, (M, N + offset), dtype)
+    want = _f64(b).copy()
+    want[:, offset:] += _f64(a).sum(axis=0)
+    kernel(a, b)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(_f64(b), want, **tol)
+
+
+def test_atomic_add_lanes_needs_elements():
+    """The destination and the value are single elements, the first of their lanes."""
+    with pytest.raises(tilelang.errors.TileLangTypeError,
+                       match=r"T.atomic_addx2: the destination must be one buffer element, the first of 2 "
+                             r"consecutive ones, got Region") as e:
+        @T.prim_func
+        def bad(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32")):
+            with T.Kernel(1, threads=32):
+                T.atomic_addx2(B[0:2, 0], A[0, 0])
+    assert "test_kernels.py" in str(e.value) and "T.atomic_addx2(B[0:2, 0], A[0, 0])" in str(e.value)
+
+
 @pytest.mark.parametrize("M, N", [(64, 64), (100, 72)], ids=["divisible", "ragged"])
 def test_atomic_add_tile_splitk(target, rng, M, N):
     K, split_k = 256, 4

@@ -179,6 +179,47 @@ TL_DEVICE float atomic_add(float* a, float v) { return atomicAdd(a, v); }
 TL_DEVICE double atomic_add(double* a, double v) { return atomicAdd(a, v); }
 TL_DEVICE __half atomic_add(__half* a, __half v) { return atomicAdd(a, v); }
 TL_DEVICE __nv_bfloat16 atomic_add(__nv_bfloat16* a, __nv_bfloat16 v) { return atomicAdd(a, v); }
+// Vector atomics (T.atomic_addx2 / x4 and vectorised tile atomics): every element is
+// updated atomically, as by an atomic per element; one instruction where the address is
+// aligned to the vector, else an atomic per element.
+TL_DEVICE void atomic_add_x2(__half* a, __half v0, __half v1) {
+  if ((reinterpret_cast<unsigned long long>(a) & 3) == 0) {
+    atomicAdd(reinterpret_cast<__half2*>(a), __halves2half2(v0, v1));
+    return;
+  }
+  atomicAdd(a, v0);
+  atomicAdd(a + 1, v1);
+}
+TL_DEVICE void atomic_add_x2(__nv_bfloat16* a, __nv_bfloat16 v0, __nv_bfloat16 v1) {
+  if ((reinterpret_cast<unsigned long long>(a) & 3) == 0) {
+    atomicAdd(reinterpret_cast<__nv_bfloat162*>(a), __halves2bfloat162(v0, v1));
+    return;
+  }
+  atomicAdd(a, v0);
+  atomicAdd(a + 1, v1);
+}
+TL_DEVICE void atomic_add_x2(float* a, float v0, float v1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if ((reinterpret_cast<unsigned long long>(a) & 7) == 0) {
+    atomicAdd(reinterpret_cast<float2*>(a), make_float2(v0, v1));
+    return;
+  }
+#endif
+  atomicAdd(a, v0);
+  atomicAdd(a + 1, v1);
+}
+TL_DEVICE void atomic_add_x4(float* a, float v0, float v1, float v2, float v3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if ((reinterpret_cast<unsigned long long>(a) & 15) == 0) {
+    atomicAdd(reinterpret_cast<float4*>(a), make_float4(v0, v1, v2, v3));
+    return;
+  }
+#endif
+  atomicAdd(a, v0);
+  atomicAdd(a + 1, v1);
+  atomicAdd(a + 2, v2);
+  atomicAdd(a + 3, v3);
+}
 
 #define TL_CUDA_NATIVE_MAX_MIN(T, W)                                                          \
   TL_DEVICE T atomic_max(T* a, T v) {                                                   \

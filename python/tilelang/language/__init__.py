@@ -30,7 +30,7 @@ from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil
                    sqrt, tan, tanh, trunc, truncdiv, truncmod)
 from .prim_func import prim_func
 from .conv import c2d_im2col, im2col
-from .tile_ops import (annotate_layout, atomic_add, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm, print, tma_copy,
+from .tile_ops import (annotate_layout, atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm, print, tma_copy,
                        wgmma_gemm,
                        reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
 from .types import (Buffer, FragmentBuffer, GemmWarpPolicy, LocalBuffer, SharedBuffer, StridedTensor, Tensor,

@@ -256,6 +256,45 @@ def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
     return _atomic("add", dst, value, return_prev, use_tma)
 
 
+def _atomic_add_lanes(lanes, dst, value, return_prev):
+    """dst[..., j + k] += value[..., i + k] for k < lanes, each element atomically: one vector
+    atomic on CUDA where the type and the address allow it (float16 / bfloat16 pairs, float32
+    pairs and quads on sm_90), else an atomic per element."""
+    name = f"T.atomic_addx{lanes}"
+    b = _builder.require(name)
+    if return_prev:
+        raise _builder.error(TileLangTypeError, f"{name}(..., return_prev=True): a vector atomic returns nothing",
+                             "use T.atomic_add(element, value, return_prev=True) per element")
+    parts = []
+    for role, x in (("destination", dst), ("value", value)):
+        if not (is_expr(x) and x.kind == "BufferLoad"):
+            raise _builder.error(TileLangTypeError,
+                                 f"{name}: the {role} must be one buffer element, the first of {lanes} consecutive "
+                                 f"ones, got {type(x).__name__ if not is_expr(x) else x.kind}",
+                                 f"write {name}(dst[i, 4 * j], src[i, 4 * j])")
+        parts.append(_C.load_parts(x))
+    (dh, di), (vh, vi) = parts
+    if not di or not vi:
+        raise _builder.error(TileLangTypeError, f"{name}: the destination and the value must be buffer elements")
+    lane = _C.var("lane", "int32")
+    target = _C.load(dh, list(di[:-1]) + [di[-1] + lane])
+    source = _C.load(vh, list(vi[:-1]) + [vi[-1] + lane])
+    if source.dtype != target.dtype:
+        source = _C.cast(target.dtype, source)
+    b.emit(_C.for_(lane, 0, lanes, "vectorized", _C.evaluate(_C.call_void("atomic_add", [target, source])), {}))
+
+
+def atomic_addx2(dst, value, return_prev=False):
+    """Two consecutive elements: dst[..., j : j + 2] += value[..., i : i + 2], each element
+    atomically (upstream's T.atomic_addx2; one 32- or 64-bit vector atomic on CUDA)."""
+    _atomic_add_lanes(2, dst, value, return_prev)
+
+
+def atomic_addx4(dst, value, return_prev=False):
+    """Four consecutive elements, as T.atomic_addx2 (one 128-bit float32 atomic on sm_90)."""
+    _atomic_add_lanes(4, dst, value, return_prev)
+
+
 def atomic_max(dst, value, memory_order=None, return_prev=False):
     """dst = max(dst, value) atomically (an element, or element-wise over a region)."""
     return _atomic("max", dst, value, return_prev)

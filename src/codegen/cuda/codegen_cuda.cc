@@ -803,7 +803,7 @@ class CodeGenCUDA : public Emitter {
                " loop over '" + n->var->name + "' was not lowered before CUDA code generation",
            "the GPU pipeline partitions parallel loops over threads and expands pipelines; "
            "this is a compiler bug");
-    if (n->for_kind == ForKind::Vectorized && try_vector_copy(n)) return;
+    if (n->for_kind == ForKind::Vectorized && (try_vector_atomic(n) || try_vector_copy(n))) return;
     ctype(n->var->dtype, n->span, "loop variable '" + n->var->name + "'");
     if (!n->var->dtype.is_integer())
       fail(ErrorKind::Type, n->span, "loop variable '" + n->var->name + "' must be an integer");
@@ -855,6 +855,39 @@ class CodeGenCUDA : public Emitter {
   static constexpr int64_t kMaxUnrolledCopies = 256;
 
   // `for v in vectorized(L): dst[base + v] = src[base2 + v]` as one 4/8/16-byte access.
+  // A Vectorized loop that is exactly `atomic_add(dst[base + v], value(v))` over 2 float16 /
+  // bfloat16 or 2 or 4 float32 lanes (sm_90) is one vector atomic (each element updated
+  // atomically, as the scalar loop does); the helper checks the address's alignment and
+  // falls back to an atomic per element.
+  bool try_vector_atomic(const ForNode* n) {
+    const int64_t* lanes = const_int(n->extent);
+    const int64_t* lo = const_int(n->min);
+    auto* ev = as<EvaluateNode>(n->body);
+    auto* call = ev ? as<CallNode>(ev->value) : nullptr;
+    if (dialect_ || !lanes || !lo || *lo != 0 || !call || call->op != "atomic_add" || call->args.size() != 2) return false;
+    auto* dst = as<BufferLoadNode>(call->args[0]);
+    if (!dst || dst->indices.empty() || !(dst->buffer->is_global() || dst->buffer->is_shared())) return false;
+    DataType t = dst->buffer->dtype;
+    bool pair16 = (t == DataType::Float(16) || t == DataType::BFloat16()) && *lanes == 2 && arch_number(opts_.arch) >= 80;
+    bool f32 = t == DataType::Float(32) && (*lanes == 2 || *lanes == 4) && arch_number(opts_.arch) >= 90;
+    if (!pair16 && !f32) return false;
+    const VarNode* v = n->var.get();
+    auto strides = dst->buffer->effective_strides();
+    if (dst->indices.size() > 1 && !(const_int(strides.back()) && *const_int(strides.back()) == 1)) return false;
+    for (size_t d = 0; d + 1 < dst->indices.size(); ++d)
+      if (mentions_var(dst->indices[d], v)) return false;
+    bool ok = true;
+    Expr base = lane_base(dst->indices.back(), v, &ok);
+    if (!ok) return false;
+    std::vector<Expr> first(dst->indices.begin(), dst->indices.end() - 1);
+    first.push_back(base ? base : make_int(0));
+    std::string args = "&" + element(dst->buffer, first, dst->span);
+    for (int64_t lane = 0; lane < *lanes; ++lane)
+      args += ", " + convert(substitute(call->args[1], {{v, make_int(lane)}}), t).text;
+    line("tl::atomic_add_x" + std::to_string(*lanes) + "(" + args + ");");
+    return true;
+  }
+
   bool try_vector_copy(const ForNode* n) {
     const int64_t* lanes = const_int(n->extent);
     auto* store = as<BufferStoreNode>(n->body);

@@ -69,3 +69,22 @@ def splitk_matmul(M, N, K, split_k=4, block_M=32, block_N=32, block_K=32,
             T.atomic_add(C[by * block_M:(by + 1) * block_M, bx * block_N:(bx + 1) * block_N], C_local)
 
     return main
+
+
+def atomic_add_lanes(M, N, lanes, copies=3, dtype="float32", offset=0, threads=64):
+    """B[i, offset + j] += A[c, i, j] for c < copies, lanes consecutive elements at a time
+    (T.atomic_addx2 / T.atomic_addx4) from a shared tile, one block per copy: the copies
+    meet on B's elements. An odd offset misaligns every vector."""
+
+    @T.prim_func
+    def main(A: T.Tensor((copies, M, N), dtype), B: T.Tensor((M, N + offset), dtype)):
+        with T.Kernel(copies, threads=threads) as c:
+            S = T.alloc_shared((M, N), dtype)
+            T.copy(A[c, :, :], S)
+            for i, j in T.Parallel(M, N // lanes):
+                if lanes == 2:
+                    T.atomic_addx2(B[i, offset + j * 2], S[i, j * 2])
+                else:
+                    T.atomic_addx4(B[i, offset + j * 4], S[i, j * 4])
+
+    return main
