@@ -693,6 +693,64 @@ class Atomic:
         return 1e-6, 1e-6 * math.ceil(p["M"] / p["block_M"])
 
 
+class AtomicLanes:
+    """T.atomic_addx2 / T.atomic_addx4 from a shared tile (upstream's form): vectors of
+    consecutive elements, blocks colliding on the same output rows; the last vector of a
+    ragged row is added element by element. float32 (float16 where the target has 16-bit
+    atomics). On CUDA the vectors are vector atomics, with a fallback where misaligned (an
+    odd column offset)."""
+    name = "atomic_lanes"
+
+    def draw(self, rng, target):
+        lanes = pick(rng, [2, 4])
+        bm, bn = pick(rng, [1, 4, 8]), pick(rng, [8, 16, 32])
+        dtype = "float32" if lanes == 4 or target.split()[0] == "webgpu" else pick(rng, ["float32", "float16"])
+        return dict(M=extent_with_tail(rng, bm, 3), N=extent_with_tail(rng, bn, 3), block_M=bm, block_N=bn,
+                    lanes=lanes, rows=pick(rng, [1, 2, 5]), offset=pick(rng, [0, 0, 1]), dtype=dtype,
+                    threads=pick(rng, [32, 64, 128]))
+
+    def kernel(self, p):
+        M, N, bm, bn, L, rows, off, dtype = (p["M"], p["N"], p["block_M"], p["block_N"], p["lanes"], p["rows"],
+                                             p["offset"], p["dtype"])
+
+        @T.prim_func
+        def atomic_lanes(X: T.Tensor((M, N), dtype), Out: T.Tensor((rows * bm, N + off), dtype)):
+            with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=p["threads"]) as (bx, by):
+                x = T.alloc_shared((bm, bn), dtype)
+                T.copy(X[by * bm, bx * bn], x)
+                base = (by % rows) * bm
+                for i, j in T.Parallel(bm, bn // L):
+                    col = bx * bn + j * L
+                    if by * bm + i < M:
+                        if col + L <= N:
+                            if L == 2:
+                                T.atomic_addx2(Out[base + i, off + col], x[i, j * L])
+                            else:
+                                T.atomic_addx4(Out[base + i, off + col], x[i, j * L])
+                        else:
+                            for k in T.serial(L):
+                                if col + k < N:
+                                    T.atomic_add(Out[base + i, off + col + k], x[i, j * L + k])
+
+        return atomic_lanes
+
+    def arguments(self, p, rng):
+        shape = (p["rows"] * p["block_M"], p["N"] + p["offset"])
+        return [uniform(rng, (p["M"], p["N"]), p["dtype"]), uniform(rng, shape, p["dtype"])]
+
+    def expected(self, p, args):
+        x, out = args[0].astype(np.float64), args[1].astype(np.float64).copy()
+        bm, rows, off = p["block_M"], p["rows"], p["offset"]
+        for r in range(p["M"]):
+            by, i = divmod(r, bm)
+            out[(by % rows) * bm + i, off:] += x[r]
+        return {1: out}
+
+    def tolerance(self, p):
+        blocks = math.ceil(p["M"] / p["block_M"])
+        return (1e-6, 1e-6 * blocks) if p["dtype"] == "float32" else (2e-3, 2e-3 * blocks)
+
+
 # ---------------------------------------------------------------------------- branches over warpgroups
 
 class Branches:
@@ -924,4 +982,4 @@ class AllReduce:
 
 
 TEMPLATES = {t.name: t for t in (Gemm(), Reduce(), Elementwise(), Copy(), Cumsum(), Softmax(), Pipeline(), Atomic(),
-                                 Branches(), ThreadLevel(), AllReduce())}
+                                 AtomicLanes(), Branches(), ThreadLevel(), AllReduce())}
