@@ -182,21 +182,18 @@ TL_DEVICE __nv_bfloat16 atomic_add(__nv_bfloat16* a, __nv_bfloat16 v) { return a
 // Vector atomics (T.atomic_addx2 / x4 and vectorised tile atomics): every element is
 // updated atomically, as by an atomic per element; one instruction where the address is
 // aligned to the vector, else an atomic per element.
-TL_DEVICE void atomic_add_x2(__half* a, __half v0, __half v1) {
+template <typename T, typename Pair>
+TL_DEVICE void atomic_add_pair(T* a, Pair both, T v0, T v1) {  // 16-bit pairs (sm_60 / sm_80)
   if ((reinterpret_cast<unsigned long long>(a) & 3) == 0) {
-    atomicAdd(reinterpret_cast<__half2*>(a), __halves2half2(v0, v1));
+    atomicAdd(reinterpret_cast<Pair*>(a), both);
     return;
   }
   atomicAdd(a, v0);
   atomicAdd(a + 1, v1);
 }
+TL_DEVICE void atomic_add_x2(__half* a, __half v0, __half v1) { atomic_add_pair(a, __halves2half2(v0, v1), v0, v1); }
 TL_DEVICE void atomic_add_x2(__nv_bfloat16* a, __nv_bfloat16 v0, __nv_bfloat16 v1) {
-  if ((reinterpret_cast<unsigned long long>(a) & 3) == 0) {
-    atomicAdd(reinterpret_cast<__nv_bfloat162*>(a), __halves2bfloat162(v0, v1));
-    return;
-  }
-  atomicAdd(a, v0);
-  atomicAdd(a + 1, v1);
+  atomic_add_pair(a, __halves2bfloat162(v0, v1), v0, v1);
 }
 TL_DEVICE void atomic_add_x2(float* a, float v0, float v1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
