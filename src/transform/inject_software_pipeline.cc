@@ -161,13 +161,18 @@ Stmt read_coordinates_early(const Stmt& s, const std::unordered_set<const Buffer
                             std::vector<std::pair<Var, Expr>>& reads) {
   auto* op = as<TileOpNode>(s);
   if (!op) return s;
+  // Only expressions whose every load is of such a tensor move: a shared or per-thread value
+  // may change before the wait.
   auto reads_tensor = [&](const Expr& e) {
-    bool found = false;
+    bool found = false, others = false;
     for_each_expr(std::make_shared<EvaluateNode>(e), [&](const ExprNode* n) {
-      if (auto* l = dynamic_cast<const BufferLoadNode*>(n))
-        found = found || (l->buffer->is_global() && !written.count(l->buffer.get()));
+      if (auto* l = dynamic_cast<const BufferLoadNode*>(n)) {
+        bool read_only = l->buffer->is_global() && !written.count(l->buffer.get());
+        found = found || read_only;
+        others = others || !read_only;
+      }
     });
-    return found;
+    return found && !others;
   };
   std::vector<BufferRegion> regions = op->regions;
   bool changed = false;
