@@ -18,10 +18,11 @@ Four kernels:
 
 The float32 dQ accumulator is stored in its own order (T.annotate_layout with a T.Layout,
 when the sequence and head dimension are multiples of 8): element (b, l, h, d) at
-[b, l // 8, h, d // 8, d % 2, 4 * (l % 8) + (d % 8) // 2], so that the 32 lanes of a warp,
-which hold the tensor cores' accumulator rows l % 8 and column pairs (d % 8) // 2, add
-into 32 consecutive floats (one 128-byte line) with each atomic instruction. The
-backward and the postprocess read it through the same layout.
+[b, l // 8, h, d // 8, 8 * (l % 8) + d % 8], so that the 32 lanes of a warp, which hold
+the tensor cores' accumulator rows l % 8 and column pairs (d % 8) // 2, add into 64
+consecutive floats (two 128-byte lines) with each atomic instruction, a lane's pair being
+one 8-byte vector atomic on sm_90. The backward and the postprocess read it through the
+same layout.
 
 Tiles that run past the end of the sequence read zeros (T.copy's bounds rule) and their
 rows are not written back. In the backward, P^T is 0 for query rows past the end (and, when
@@ -126,7 +127,7 @@ def attention_bwd_preprocess(batch, heads, seq_len, dim, block_M=64, threads=128
 
 def dq_layout(dQ):
     """dQ's accumulator order (see the module's docstring)."""
-    return T.Layout(dQ.shape, lambda b, l, h, d: [b, l // 8, h, d // 8, d % 2, 4 * (l % 8) + (d % 8) // 2])
+    return T.Layout(dQ.shape, lambda b, l, h, d: [b, l // 8, h, d // 8, 8 * (l % 8) + d % 8])
 
 
 def use_dq_layout(seq_len, dim):

@@ -357,6 +357,17 @@ Expr RewriteSimplifier::floordiv_const(const Expr& a, int64_t c) const {
     int64_t lo = floordiv_int(b.min, c), hi = floordiv_int(b.max, c);
     if (lo == hi) return make_const(t, lo);
   }
+  // An offset that stays inside an aligned block: with y = a - r a multiple of g (plus a
+  // residue b) and g dividing c > 0, floordiv(y + r, c) = floordiv(y, c) when b + r < g
+  // (floormod(y, c) is at most c - g + b). floordiv(2q + 1, 8) = floordiv(2q, 8).
+  if (c > 0 && f.constant > 0 && !f.terms.empty()) {
+    LinearForm y(t);
+    for (auto& term : f.terms) y.add_term(term.atom, term.coeff);
+    Expr ye = to_expr(y);
+    ModularSet m = modular_(ye);
+    int64_t block = gcd_int(m.coeff, c);
+    if (block > 1 && floormod_int(m.base, block) + f.constant < block) return floordiv_const(ye, c);
+  }
   // A factor common to every term and the divisor cancels: floordiv(g*x, g*d) = floordiv(x, d).
   int64_t g = gcd_int(f.constant, c);
   for (auto& term : f.terms) g = gcd_int(g, term.coeff);
@@ -411,6 +422,20 @@ Expr RewriteSimplifier::floormod_const(const Expr& a, int64_t c) const {
   }
   ModularSet m = modular_(x);
   if (m.coeff % c == 0) return make_const(t, floormod_int(m.base, c));
+  // An offset that stays inside an aligned block (as in floordiv_const): floormod(y + r, c) =
+  // floormod(y, c) + r. floormod(2q + 1, 8) = floormod(2q, 8) + 1.
+  if (c > 0 && rest.constant > 0 && !rest.terms.empty()) {
+    LinearForm y(t);
+    for (auto& term : rest.terms) y.add_term(term.atom, term.coeff);
+    Expr ye = to_expr(y);
+    ModularSet my = modular_(ye);
+    int64_t block = gcd_int(my.coeff, c);
+    if (block > 1 && floormod_int(my.base, block) + rest.constant < block) {
+      LinearForm out = linear_form(floormod_const(ye, c));
+      out.add_constant(rest.constant);
+      if (!out.overflow) return canonical(out);
+    }
+  }
   // floormod(g*x, g*d) = g * floormod(x, d) for g > 0.
   int64_t g = gcd_int(rest.constant, c);
   for (auto& term : rest.terms) g = gcd_int(g, term.coeff);

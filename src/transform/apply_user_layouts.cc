@@ -72,12 +72,53 @@ Expr product(const std::vector<Expr>& xs) {
   return p;
 }
 
+// The contiguous, aligned vector width of a layout too large to enumerate, proved by the
+// analyzer: with the last index at w q + j (q over its range, the other indices over
+// theirs), the storage position of lane j is lane 0's plus j, and lane 0's is a multiple
+// of w. Injectivity is not checked at this size.
+void vector_lanes_by_proof(UserLayout& L, const std::vector<int64_t>& shape, const std::vector<int64_t>& ext) {
+  int bytes = L.buffer->dtype.is_sub_byte() ? 0 : L.buffer->dtype.bytes() * L.buffer->dtype.lanes;
+  const VarNode* last = L.indices.back().get();
+  std::vector<int64_t> stride(ext.size(), 1);  // of each position in the flat storage
+  for (size_t k = ext.size(); k-- > 1;) stride[k - 1] = stride[k] * ext[k];
+  for (int64_t w = bytes ? 16 / bytes : 1; w >= 2; w /= 2) {
+    if (shape.back() % w) continue;
+    arith::Analyzer az;
+    for (size_t d = 0; d + 1 < shape.size(); ++d) az.bind(L.indices[d].get(), 0, shape[d]);
+    Var q = make_var("vector_index", L.indices.back()->dtype);
+    az.bind(q.get(), 0, shape.back() / w);
+    auto position = [&](size_t k, int64_t lane) {
+      Expr at = add(mul(q, make_int(w, q->dtype)), make_int(lane, q->dtype));
+      return substitute(L.positions[k], {{last, at}});
+    };
+    Expr first = make_int(0, DataType::Int(64));
+    for (size_t k = 0; k < L.positions.size(); ++k)
+      first = add(first, mul(cast(DataType::Int(64), position(k, 0)), make_int(stride[k], DataType::Int(64))));
+    arith::ModularSet m = az.modular_set(az.simplify(first));
+    bool ok = m.coeff % w == 0 && m.base % w == 0;
+    // Lane j's position, dimension by dimension, minus lane 0's (small: no int64 needed).
+    for (int64_t lane = 1; ok && lane < w; ++lane) {
+      int64_t step = 0;
+      for (size_t k = 0; ok && k < L.positions.size(); ++k) {
+        Expr d = az.simplify(sub(position(k, lane), position(k, 0)));
+        ok = const_int(d) != nullptr;
+        if (ok) step += *const_int(d) * stride[k];
+      }
+      ok = ok && step == lane;
+    }
+    if (ok) {
+      L.vector_lanes = w;
+      return;
+    }
+  }
+}
+
 // Injectivity and the contiguous, aligned vector width, by enumeration of a constant tile.
 void check_by_enumeration(UserLayout& L, const std::vector<int64_t>& shape, const std::vector<int64_t>& ext,
                           int64_t storage) {
   int64_t count = 1;
   for (int64_t e : shape) count *= e;
-  if (count > (int64_t(1) << 20)) return;  // too many to enumerate at compile time: vectors stay scalar
+  if (count > (int64_t(1) << 20)) return vector_lanes_by_proof(L, shape, ext);  // too many to enumerate
   const std::string& name = L.buffer->name;
   std::vector<int64_t> flat(count), x(shape.size(), 0);
   IndexEnv env;

@@ -422,6 +422,18 @@ TEST_F(ArithTest, FloorModRules) {
   expect_simplifies_to(fmod(sub(j, imm(3)), imm(-4)), sub(j, imm(3)));
 }
 
+TEST_F(ArithTest, AnOffsetInsideAnAlignedBlockStaysThere) {
+  // 2x + 1 and 2x lie in the same block of 8 (2x mod 8 is at most 6): one floordiv, and
+  // the floormods differ by the offset (a vector's lanes under a layout by hand).
+  expect_simplifies_to(fdiv(add(mul(x, imm(2)), imm(1)), imm(8)), fdiv(x, imm(4)));
+  EXPECT_TRUE(an.can_prove(eq(fmod(add(mul(x, imm(2)), imm(1)), imm(8)), add(fmod(mul(x, imm(2)), imm(8)), imm(1)))));
+  EXPECT_TRUE(an.can_prove(eq(fdiv(add(mul(x, imm(4)), imm(3)), imm(16)), fdiv(x, imm(4)))));
+  // 4x + 5 may cross into the next block of 8: neither rule applies.
+  EXPECT_FALSE(an.can_prove(eq(fdiv(add(mul(x, imm(4)), imm(5)), imm(8)), fdiv(mul(x, imm(4)), imm(8)))));
+  // A negative divisor keeps its own rules.
+  EXPECT_FALSE(an.can_prove(eq(fmod(add(mul(x, imm(2)), imm(1)), imm(-8)), add(fmod(mul(x, imm(2)), imm(-8)), imm(1)))));
+}
+
 TEST_F(ArithTest, TruncatingDivisionOnlyBecomesFloorWhenNonNegative) {
   expect_simplifies_to(tdiv(add(mul(bx, imm(128)), i), imm(128)), bx);
   expect_simplifies_to(tmod(add(mul(bx, imm(128)), i), imm(128)), i);

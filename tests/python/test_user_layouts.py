@@ -156,6 +156,58 @@ def test_vectors_kept_where_the_layout_keeps_lanes_together(monkeypatch):
     assert len(seen) == 1 and issubclass(seen[0].category, TileLangPerformanceWarning) and "'S'" in str(seen[0].message)
 
 
+def blocked_pairs(M, N, pairs_together):
+    """Two kernels through a global C stored in 8 x 8 blocks, row-major inside a block (the
+    lanes of a row stay together) or with the even and odd columns apart: store (A into C)
+    and load (C into B)."""
+    def layout(C):
+        if pairs_together:
+            return T.Layout(C.shape, lambda i, j: [i // 8, j // 8, 8 * (i % 8) + j % 8])
+        return T.Layout(C.shape, lambda i, j: [i // 8, j // 8, j % 2, 4 * (i % 8) + (j % 8) // 2])
+
+    @T.prim_func
+    def store(A: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(M // 32, N // 64, threads=128) as (bx, by):
+            T.annotate_layout({C: layout(C)})
+            T.copy(A[bx * 32, by * 64], C[bx * 32:(bx + 1) * 32, by * 64:(by + 1) * 64])
+
+    @T.prim_func
+    def load(C: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(M // 32, N // 64, threads=128) as (bx, by):
+            T.annotate_layout({C: layout(C)})
+            T.copy(C[bx * 32, by * 64], B[bx * 32:(bx + 1) * 32, by * 64:(by + 1) * 64])
+
+    return store, load
+
+
+@pytest.mark.parametrize("pairs_together", [True, False])
+def test_vector_width_of_a_layout_too_large_to_enumerate(pairs_together):
+    """Over 2^20 elements the contiguous, aligned width is proved by the analyzer: the last
+    index at 4 q + j lands at lane 0's position plus j; with even and odd columns apart, no
+    width holds and the vectors run element by element (and the report says so)."""
+    for kernel in blocked_pairs(1024, 2048, pairs_together):
+        rep = _report(kernel)
+        if pairs_together:
+            assert "'C' is stored through its T.Layout over 128 x 256 x 64 positions (vectors of up to 4 " \
+                   "elements)" in rep, rep
+            assert "slower path" not in rep, rep
+        else:
+            assert "vectors of up to" not in rep and "vectors of 'C' run element by element" in rep, rep
+
+
+def test_a_large_layout_round_trips_on_the_cpu():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((1024, 2048)).astype(np.float32)
+    c, b = np.zeros_like(a), np.zeros_like(a)
+    store, load = blocked_pairs(1024, 2048, True)
+    tilelang.compile(store, target="cpu")(a, c)
+    tilelang.compile(load, target="cpu")(c, b)
+    np.testing.assert_array_equal(b, a)
+    # C holds A in its blocked order: element (i, j) at block (i // 8, j // 8), row i % 8.
+    blocks = a.reshape(128, 8, 256, 8).transpose(0, 2, 1, 3).reshape(-1)
+    np.testing.assert_array_equal(c.reshape(-1), blocks)
+
+
 def pipelined_sum(M, K, blk_k, shift):
     """Out[:, j] = sum over k-tiles of A[:, k * blk_k + j], the tiles staged through a rotated
     shared tile in a two-stage pipeline."""
