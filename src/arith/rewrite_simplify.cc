@@ -357,17 +357,8 @@ Expr RewriteSimplifier::floordiv_const(const Expr& a, int64_t c) const {
     int64_t lo = floordiv_int(b.min, c), hi = floordiv_int(b.max, c);
     if (lo == hi) return make_const(t, lo);
   }
-  // An offset that stays inside an aligned block: with y = a - r a multiple of g (plus a
-  // residue b) and g dividing c > 0, floordiv(y + r, c) = floordiv(y, c) when b + r < g
-  // (floormod(y, c) is at most c - g + b). floordiv(2q + 1, 8) = floordiv(2q, 8).
-  if (c > 0 && f.constant > 0 && !f.terms.empty()) {
-    LinearForm y(t);
-    for (auto& term : f.terms) y.add_term(term.atom, term.coeff);
-    Expr ye = to_expr(y);
-    ModularSet m = modular_(ye);
-    int64_t block = gcd_int(m.coeff, c);
-    if (block > 1 && floormod_int(m.base, block) + f.constant < block) return floordiv_const(ye, c);
-  }
+  // floordiv(y + r, c) = floordiv(y, c) when r stays inside y's aligned block.
+  if (Expr y = base_of_offset_in_block(f, c)) return floordiv_const(y, c);
   // A factor common to every term and the divisor cancels: floordiv(g*x, g*d) = floordiv(x, d).
   int64_t g = gcd_int(f.constant, c);
   for (auto& term : f.terms) g = gcd_int(g, term.coeff);
@@ -391,6 +382,21 @@ Expr RewriteSimplifier::floordiv_const(const Expr& a, int64_t c) const {
     }
   }
   return plain;
+}
+
+// For f = y + r (r > 0 its constant, y the rest) and c > 0: y when the offset stays inside
+// an aligned block, else null. With y = g k + b (its modular set) and g = gcd(that period,
+// c) dividing c, floormod(y, c) is at most c - g + b, so when b + r < g, y + r lies in y's
+// block of c: floordiv(y + r, c) = floordiv(y, c) and floormod(y + r, c) = floormod(y, c) + r
+// (floordiv(2q + 1, 8) = floordiv(2q, 8): a vector's lanes under a layout by hand).
+Expr RewriteSimplifier::base_of_offset_in_block(const LinearForm& f, int64_t c) const {
+  if (c <= 0 || f.constant <= 0 || f.terms.empty()) return nullptr;
+  LinearForm y(f.dtype);
+  for (auto& term : f.terms) y.add_term(term.atom, term.coeff);
+  Expr ye = to_expr(y);
+  ModularSet m = modular_(ye);
+  int64_t block = gcd_int(m.coeff, c);
+  return block > 1 && floormod_int(m.base, block) + f.constant < block ? ye : nullptr;
 }
 
 // floormod(a, c) for a constant c != 0.
@@ -422,19 +428,11 @@ Expr RewriteSimplifier::floormod_const(const Expr& a, int64_t c) const {
   }
   ModularSet m = modular_(x);
   if (m.coeff % c == 0) return make_const(t, floormod_int(m.base, c));
-  // An offset that stays inside an aligned block (as in floordiv_const): floormod(y + r, c) =
-  // floormod(y, c) + r. floormod(2q + 1, 8) = floormod(2q, 8) + 1.
-  if (c > 0 && rest.constant > 0 && !rest.terms.empty()) {
-    LinearForm y(t);
-    for (auto& term : rest.terms) y.add_term(term.atom, term.coeff);
-    Expr ye = to_expr(y);
-    ModularSet my = modular_(ye);
-    int64_t block = gcd_int(my.coeff, c);
-    if (block > 1 && floormod_int(my.base, block) + rest.constant < block) {
-      LinearForm out = linear_form(floormod_const(ye, c));
-      out.add_constant(rest.constant);
-      if (!out.overflow) return canonical(out);
-    }
+  // floormod(y + r, c) = floormod(y, c) + r when r stays inside y's aligned block.
+  if (Expr y = base_of_offset_in_block(rest, c)) {
+    LinearForm out = linear_form(floormod_const(y, c));
+    out.add_constant(rest.constant);
+    if (!out.overflow) return canonical(out);
   }
   // floormod(g*x, g*d) = g * floormod(x, d) for g > 0.
   int64_t g = gcd_int(rest.constant, c);

@@ -8,6 +8,7 @@
 // when the result is exact.
 #pragma once
 #include "arith/const_int_bound.h"
+#include "arith/linear_form.h"
 #include "arith/modular_set.h"
 
 namespace tl::arith {
@@ -29,6 +30,7 @@ class RewriteSimplifier {
   Expr canonical(LinearForm f) const;
   Expr floordiv_const(const Expr& a, int64_t c) const;
   Expr floormod_const(const Expr& a, int64_t c) const;
+  Expr base_of_offset_in_block(const LinearForm& f, int64_t c) const;
   Expr trunc_div_mod(const Expr& e, const BinaryNode* n, Expr a, Expr b) const;
   Expr min_max(const Expr& e, const BinaryNode* n, Expr a, Expr b) const;
   Expr bitwise(const Expr& e, const BinaryNode* n, Expr a, Expr b) const;
