@@ -22,6 +22,8 @@
 #                                         upstream's MLA examples on both; then the FlashAttention forward
 #                                         sweep against cuDNN and upstream TileLang and the backward sweep
 #                                         against cuDNN / flash SDPA)
+#   bash benchmarks/run_gpu.sh decode     (build, the MLA decode variants and upstream's MLA examples on
+#                                         both implementations, MLA_ROUNDS times each, as in attention mode)
 #   bash benchmarks/run_gpu.sh programs [--only PATTERN]  (build, then upstream TileLang's own
 #                                         programs, unchanged, each in its own process on cuda:
 #                                         benchmarks/upstream_programs.py over
@@ -62,6 +64,32 @@ if gcc -shared -fPIC -O1 -o build/gpu/native_backtrace.so benchmarks/crash/nativ
   rm -f "$NATIVE_BACKTRACE_LOG"
   trap 'bash benchmarks/crash/symbolize.sh "$NATIVE_BACKTRACE_LOG" "$(ls build/gpu/_C*.so | head -1)"' EXIT
 fi
+# MLA decode variants (MLA_VARIANTS: JSON of named tile / pass-config variants, see
+# benchmarks/mla_variants.py) in GB/s of cached rows beside the device copy bandwidth.
+mla_variants() {
+  echo "== decode: MLA variants (GB/s of cached rows, beside the device copy bandwidth)"
+  MLA_VARIANTS=${MLA_VARIANTS:-'{"default": {}, "16x32 128 threads no ws": {"block_H": 16, "block_N": 32, "num_stages": 2, "threads": 128, "pass_configs": {"tl.disable_warp_specialized": true}}, "16x64 128 threads": {"block_H": 16, "threads": 128}}'}
+  timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/mla_variants.py --variants "$MLA_VARIANTS" --splits 2 4 2>&1 \
+    | grep -v -e Warning -e "return JITKernel" | tee "$LOGS/mla_variants.txt"
+}
+# Upstream's MLA decode examples, unchanged, run by ours and by upstream TileLang in turn
+# (MLA_ROUNDS rounds, default 1), when .upstream_programs and .ref are carried.
+upstream_mla_examples() {
+  [ -f .ref/tl_site.tar.xz ] && [ -d .upstream_programs/tile-ai/tilelang/examples/deepseek_mla ] || return 0
+  echo "== decode: upstream's MLA examples, the same source on both"
+  mkdir -p /tmp/tlref && tar -C /tmp/tlref -xJf .ref/tl_site.tar.xz
+  ls .upstream_programs/wheels/*.whl > /dev/null 2>&1 && $PY -m pip install --no-index --no-deps -q .upstream_programs/wheels/*.whl 2>/dev/null
+  for run in "example_mla_decode.py --batch 128 --heads 16 --kv_ctx 4096" "example_mla_decode.py" \
+             "example_mla_decode_paged.py --batch 128 --h_q 16 --cache_seqlen 4096" "example_mla_decode_paged.py --batch 64 --h_q 128 --cache_seqlen 4096"; do
+    for round in $(seq ${MLA_ROUNDS:-1}); do
+      for side in ours upstream; do
+        path=$PWD/python; [ $side = upstream ] && path=/tmp/tlref
+        echo "$side $run: $(cd .upstream_programs/tile-ai/tilelang/examples/deepseek_mla && PYTHONPATH=$path timeout 150 $PY $run 2>&1 \
+          | grep -E 'Latency|TFlops|Tile-lang|Error' | tail -3 | tr '\n' ' ')"
+      done
+    done
+  done
+}
 ONLY=${1:-all}
 if [ "$ONLY" = pytest ]; then
   shift
@@ -77,6 +105,11 @@ if [ "$ONLY" = fuzz ]; then
     --cases ${FUZZ_CASES:-40} --jobs "$jobs" --seconds ${FUZZ_SECONDS:-300} > "$LOGS/fuzz_cuda.log" 2>&1
   echo "fuzzer exit $?, $jobs processes"; grep -E "cases:" "$LOGS/fuzz_cuda.log"
   grep -E "^fuzz (mismatch|error):|Traceback|Error" "$LOGS/fuzz_cuda.log" | head -20
+  exit 0
+fi
+if [ "$ONLY" = decode ]; then
+  mla_variants
+  upstream_mla_examples
   exit 0
 fi
 if [ "$ONLY" = attention ]; then
@@ -100,24 +133,8 @@ if [ "$ONLY" = attention ]; then
     echo "$name (exit $?): $(tail -3 "$LOGS/example_$name.log" | tr '\n' ' ')"
   done
   fi
-  echo "== decode: MLA variants (GB/s of cached rows, beside the device copy bandwidth)"
-  # MLA_VARIANTS: JSON of named tile / pass-config variants (benchmarks/mla_variants.py)
-  MLA_VARIANTS=${MLA_VARIANTS:-'{"default": {}, "16x32 no ws": {"block_H": 16, "block_N": 32, "num_stages": 2, "pass_configs": {"tl.disable_warp_specialized": true}}}'}
-  timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/mla_variants.py --variants "$MLA_VARIANTS" --splits 2 4 2>&1 \
-    | grep -v -e Warning -e "return JITKernel" | tee "$LOGS/mla_variants.txt"
-  if [ -f .ref/tl_site.tar.xz ] && [ -d .upstream_programs/tile-ai/tilelang/examples/deepseek_mla ]; then
-    echo "== decode: upstream's MLA examples, the same source on both"
-    mkdir -p /tmp/tlref && tar -C /tmp/tlref -xJf .ref/tl_site.tar.xz
-    ls .upstream_programs/wheels/*.whl > /dev/null 2>&1 && $PY -m pip install --no-index --no-deps -q .upstream_programs/wheels/*.whl 2>/dev/null
-    for run in "example_mla_decode.py --batch 128 --heads 16 --kv_ctx 4096" "example_mla_decode.py" \
-               "example_mla_decode_paged.py --batch 128 --h_q 16 --cache_seqlen 4096" "example_mla_decode_paged.py --batch 64 --h_q 128 --cache_seqlen 4096"; do
-      for side in ours upstream; do
-        path=$PWD/python; [ $side = upstream ] && path=/tmp/tlref
-        echo "$side $run: $(cd .upstream_programs/tile-ai/tilelang/examples/deepseek_mla && PYTHONPATH=$path timeout 150 $PY $run 2>&1 \
-          | grep -E 'Latency|TFlops|Tile-lang|Error' | tail -3 | tr '\n' ' ')"
-      done
-    done
-  fi
+  mla_variants
+  upstream_mla_examples
   echo "== attention sweep: ours"
   # ATTENTION_CONFIGS='[[bm,bn,stages,threads],...]': the forward sweep's configurations (both implementations)
   CFG_ARGS=(); [ -n "${ATTENTION_CONFIGS:-}" ] && CFG_ARGS=(--configs "$ATTENTION_CONFIGS")

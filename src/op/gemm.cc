@@ -311,8 +311,11 @@ GemmInstruction choose_mma_sync(const TileOpNode& op, const Target& target, int6
   // Warp tiles 16 columns wide load B by pairs of 8-column blocks (ldmatrix.x4); a tile too
   // narrow for that over the warps (a decode step's 16 x 64 scores on 8 warps) takes warp
   // tiles of 16 x 8, one block each.
+  // GemmWarpPolicy.FullCol puts the warps along N as far as 8-column blocks allow, as
+  // upstream does (a 32 x 64 tile on 8 warps: 1 x 8, each warp holding whole columns).
   int64_t best_m = pick_warps_m(warps, *m, *n, 16, 16, policy, full_row);
-  if (!best_m) best_m = pick_warps_m(warps, *m, *n, 16, 8, policy, full_row);
+  int64_t narrow_m = pick_warps_m(warps, *m, *n, 16, 8, policy, full_row);
+  if (!best_m || (policy == 2 && narrow_m && narrow_m < best_m)) best_m = narrow_m;
   if (!best_m)
     return simt("the " + std::to_string(*m) + " x " + std::to_string(*n) + " tile does not split into 16 x 8 pieces over " +
                 std::to_string(warps) + " warps");

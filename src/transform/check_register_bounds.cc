@@ -33,6 +33,19 @@ class CheckRegisterBounds : public IRVisitor {
     if (fixed) independent_.erase(n->var.get());
     az_.unbind(n->var.get());
   }
+  // Under `if c` an index of c's variables may only take some of its values (a guard
+  // against an offset past the fragment's end, acc[i + 16, j] under `if i < 16`).
+  void visit_if(const IfThenElseNode* n) override {
+    visit(n->cond);
+    std::vector<const VarNode*> added;
+    for_each_expr(std::make_shared<EvaluateNode>(n->cond, n->span), [&](const ExprNode* e) {
+      auto* v = dynamic_cast<const VarNode*>(e);
+      if (v && conditioned_.insert(v).second) added.push_back(v);
+    });
+    visit(n->then_case);
+    for (auto* v : added) conditioned_.erase(v);
+    visit(n->else_case);
+  }
   void visit_let(const LetStmtNode* n) override {
     if (n->var->dtype.is_integer()) az_.bind(n->var.get(), az_.const_int_bound(n->value));
     lets_[n->var.get()] = n->value;
@@ -108,7 +121,7 @@ class CheckRegisterBounds : public IRVisitor {
       auto let = lets_.find(v);
       if (let != lets_.end()) return exact(let->second, uses);
       ++uses[v];
-      return independent_.count(v) > 0;
+      return independent_.count(v) > 0 && !conditioned_.count(v);
     }
     auto* b = as<BinaryNode>(e);
     if (!b) return false;
@@ -120,6 +133,7 @@ class CheckRegisterBounds : public IRVisitor {
   arith::Analyzer az_;
   std::unordered_set<const VarNode*> independent_;   // loop variables of constant ranges, thread indices
   std::unordered_map<const VarNode*, Expr> lets_;
+  std::unordered_set<const VarNode*> conditioned_;  // variables of the enclosing ifs' conditions
 };
 
 }  // namespace

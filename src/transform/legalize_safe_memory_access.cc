@@ -134,7 +134,23 @@ class SafeAccess : public IRMutator {
     }
     Stmt out = IRMutator::mutate_for(s, n);
     analyzer_.unbind(n->var.get());
-    return out;
+    return n->for_kind == ForKind::Vectorized ? hoist_guard(out) : out;
+  }
+
+  // `for lane in vectorized(L): if c: x` with c the same for every lane (a gathered row's
+  // bounds: T.atomic_addx4(dKV[idx[i], 4 * j], ...)) becomes `if c: for lane ...: x`, so that
+  // the lanes stay one vector access.
+  static Stmt hoist_guard(const Stmt& s) {
+    auto* f = as<ForNode>(s);
+    auto* g = f ? as<IfThenElseNode>(f->body) : nullptr;
+    if (!g || g->else_case) return s;
+    bool reads_lane = false;
+    for_each_expr(std::make_shared<EvaluateNode>(g->cond, g->span), [&](const ExprNode* e) {
+      reads_lane = reads_lane || e == f->var.get();
+    });
+    if (reads_lane) return s;
+    Stmt loop = std::make_shared<ForNode>(f->var, f->min, f->extent, f->for_kind, g->then_case, f->attrs, f->span);
+    return std::make_shared<IfThenElseNode>(g->cond, loop, nullptr, g->span);
   }
 
   // The thread index (and names given to it, `tx = T.get_thread_binding()`) lies in the

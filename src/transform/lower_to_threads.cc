@@ -47,6 +47,19 @@ std::vector<FragmentAccess> fragment_accesses(const Stmt& s) {
   return c.out;
 }
 
+// The variables e reads.
+std::unordered_map<const VarNode*, Expr> vars_in(const Expr& e) {
+  struct Collect : IRMutator {
+    std::unordered_map<const VarNode*, Expr> out;
+    Expr mutate_var(const Expr& x) override {
+      out.emplace(as<VarNode>(x), x);
+      return x;
+    }
+  } c;
+  c.mutate(e);
+  return c.out;
+}
+
 // Fragments become per-thread arrays: F[i, j] -> F_local[layout.local_index(i, j)].
 class FragmentToLocal : public IRMutator {
  public:
@@ -280,6 +293,16 @@ class ThreadLowering : public IRMutator {
     Stmt body = mutate(n->body);
     az_.unbind(n->var.get());
     ForKind kind = n->for_kind == ForKind::Pipelined ? ForKind::Serial : n->for_kind;
+    // A short loop whose variable picks fragment elements (acc[i + s * 16, j]) is unrolled:
+    // a register array indexed at run time would live in local memory.
+    if (n->for_kind == ForKind::Serial && in_thread_code_ == 0) {
+      const int64_t* count = const_int(n->extent);
+      if (const BufferNode* f = fragment_indexed_by(body, n->var.get()); f && count && *count <= 16) {
+        kind = ForKind::Unrolled;
+        report.push_back(n->span.str() + ": loop over '" + n->var->name + "' unrolled: it picks elements of "
+                         "fragment '" + f->name + "', which live in registers");
+      }
+    }
     Attrs attrs = n->for_kind == ForKind::Pipelined ? Attrs{} : n->attrs;
     return std::make_shared<ForNode>(n->var, mutate(n->min), mutate(n->extent), kind, body, attrs, n->span);
   }
@@ -444,6 +467,64 @@ class ThreadLowering : public IRMutator {
     return fragment ? nullptr : own;
   }
 
+  // A fragment access the analyzer cannot keep inside the fragment (acc[i + s * 16, j], which
+  // a guard `if i < 16` keeps inside; check_buffer_bounds has made sure of that) gets its
+  // register slot clamped into the thread's array, so that the slot computed for an
+  // iteration the guard skips is still one of the thread's (WGSL rejects a constant index
+  // past an array's end). The slot is clamped, not the index, so that unrolled it folds
+  // away (an index clamp would keep the lane's part of the row).
+  Stmt clamp_fragment_indices(const Stmt& body, const std::vector<Var>& vars, const std::vector<int64_t>& extents) {
+    for (size_t k = 0; k < vars.size(); ++k) az_.bind(vars[k].get(), 0, extents[k]);
+    struct Clamp : IRMutator {
+      arith::Analyzer* az;
+      const KernelLayouts* layouts;
+      bool inside(const Buffer& b, const std::vector<Expr>& indices) {
+        for (size_t d = 0; d < indices.size() && d < b->shape.size(); ++d) {
+          const int64_t* extent = const_int(b->shape[d]);
+          arith::ConstIntBound r = az->const_int_bound(indices[d]);
+          if (!extent || r.min < 0 || r.max >= *extent) return false;
+        }
+        return true;
+      }
+      static Expr clamp(const Expr& x, int64_t hi) {
+        return max(min(x, make_int(hi, x->dtype)), make_int(0, x->dtype));
+      }
+      // The single index of the access: a register slot for a fragment of rank >= 2
+      // (fragment_slot's convention), the clamped index for a 1-D one.
+      std::vector<Expr> clamped(const Buffer& b, const std::vector<Expr>& indices) {
+        if (indices.size() != b->shape.size() || inside(b, indices)) return indices;
+        const TilePartition& l = layouts->fragments.at(b.get());
+        if (indices.size() == 1) return {clamp(indices[0], *const_int(b->shape[0]) - 1)};
+        return {clamp(l.local_index(indices), l.local_size() - 1)};
+      }
+      Expr mutate_load(const Expr& e, const BufferLoadNode* n) override {
+        Expr m = IRMutator::mutate_load(e, n);
+        auto* l = as<BufferLoadNode>(m);
+        if (!l->buffer->is_fragment()) return m;
+        return std::make_shared<BufferLoadNode>(l->dtype, l->buffer, clamped(l->buffer, l->indices), l->span);
+      }
+      Stmt mutate_store(const Stmt& s, const BufferStoreNode* n) override {
+        Stmt m = IRMutator::mutate_store(s, n);
+        auto* st = as<BufferStoreNode>(m);
+        if (!st->buffer->is_fragment()) return m;
+        return std::make_shared<BufferStoreNode>(st->buffer, st->value, clamped(st->buffer, st->indices), st->span);
+      }
+    } clamp;
+    clamp.az = &az_;
+    clamp.layouts = layouts_;
+    Stmt out = clamp.mutate(body);
+    for (auto& v : vars) az_.unbind(v.get());
+    return out;
+  }
+
+  // A fragment whose indices in s read v (null if none).
+  static const BufferNode* fragment_indexed_by(const Stmt& s, const VarNode* v) {
+    for (auto& a : fragment_accesses(s))
+      for (auto& i : a.indices)
+        if (vars_in(i).count(v)) return a.buffer.get();
+    return nullptr;
+  }
+
   // The same nest as serial loops.
   static Stmt serial_nest(const ForNode* n) {
     Stmt body = n->body;
@@ -521,6 +602,24 @@ class ThreadLowering : public IRMutator {
       driver = &l;
       driver_name = a.buffer->name;
     }
+    // A fragment indexed by the loop variables plus offsets the loop does not change
+    // (acc[i + s * 16, j] inside `for s in range(2)`) drives the loop too when shaped like the
+    // nest: each iteration runs where its element at offset 0 is held, which is right when
+    // the offsets move elements only between a thread's own slots; check_owners checks that
+    // for every value of the offsets' variables.
+    for (auto& a : accesses) {
+      if (driver) break;
+      const TilePartition& l = layouts_->fragments.at(a.buffer.get());
+      if (a.indices.size() != vars.size() || l.shape() != extents) continue;
+      bool shifted = true;
+      for (size_t k = 0; shifted && k < vars.size(); ++k) {
+        std::unordered_map<const VarNode*, Expr> used = vars_in(az_.simplify(sub(a.indices[k], vars[k])));
+        for (auto& v : vars) shifted = shifted && !used.count(v.get());
+      }
+      if (!shifted) continue;
+      driver = &l;
+      driver_name = a.buffer->name;
+    }
     // Without a driver the iterations get a default share; check_owners then tells whether
     // the fragments the loop touches are where those iterations run.
     TilePartition fallback = TilePartition::grid(extents, threads_, 4);
@@ -553,6 +652,7 @@ class ThreadLowering : public IRMutator {
       swapper.swap = &swap;
       body = swapper.mutate(body);
     }
+    body = clamp_fragment_indices(body, vars, extents);
     // Under a replicated layout every copy's thread runs the iteration: right for the
     // fragment updates (each copy must change), wrong for atomics, which run once.
     Expr once = has_atomic(body) ? layout.first_replica(thread_, n->span) : nullptr;
@@ -608,6 +708,33 @@ class ThreadLowering : public IRMutator {
     std::vector<int64_t> point(vars.size(), 0);
     IndexEnv env;
     std::map<std::pair<const BufferNode*, size_t>, bool> free_dims;  // thread_free_dim, once each
+    // Variables of enclosing loops in the indices (acc[i + s * 16, j] in `for s in range(2)`)
+    // take each of their values in turn when they have few; others are handled below.
+    std::vector<std::pair<const VarNode*, arith::ConstIntBound>> outer;
+    int64_t combos = 1;
+    {
+      std::unordered_set<const VarNode*> loop_vars, seen;
+      for (auto& v : vars) loop_vars.insert(v.get());
+      for (auto& a : open)
+        for (auto& i : a.indices)
+          for (auto& [v, var] : vars_in(i)) {
+            if (loop_vars.count(v) || !seen.insert(v).second) continue;
+            arith::ConstIntBound b = az_.const_int_bound(var);
+            int64_t values = b.max - b.min + 1;
+            if (b.min == arith::ConstIntBound::kNegInf || b.max == arith::ConstIntBound::kPosInf || values > 64 ||
+                combos * values * points > (int64_t(1) << 20))
+              continue;
+            outer.push_back({v, b});
+            combos *= values;
+          }
+    }
+    for (int64_t combo = 0; combo < combos; ++combo) {
+    int64_t rest_combo = combo;
+    for (auto& [v, b] : outer) {
+      int64_t values = b.max - b.min + 1;
+      env[v] = b.min + rest_combo % values;
+      rest_combo /= values;
+    }
     for (int64_t flat = 0; flat < points; ++flat) {
       int64_t rest = flat;
       for (size_t k = vars.size(); k-- > 0;) {
@@ -661,14 +788,23 @@ class ThreadLowering : public IRMutator {
             if (accesses_left.empty()) return exchange;
             continue;
           }
-          if (!ok)
+          if (!ok) {
+            std::string at;  // the values of enclosing loops' variables in the index
+            for (auto& [v, b] : outer) {
+              bool in_index = false;
+              for (auto& i : a.indices) in_index = in_index || vars_in(i).count(v);
+              if (in_index) at += (at.empty() ? " (at " : ", ") + v->name + " = " + std::to_string(env[v]);
+            }
+            if (!at.empty()) at += ")";
             fail(ErrorKind::Layout, a.span,
                  "fragment '" + a.buffer->name + "' is laid out as " + held.str() + ", but this T.Parallel "
                  "loop is spread over the threads " + (driver.empty() ? "by default" : "like '" + driver + "'") +
-                 " (" + layout.str() + "): a thread would need an element another thread holds",
+                 " (" + layout.str() + "): a thread would need an element another thread holds" + at,
                  "index the fragments of one loop the same way, or go through shared memory");
+          }
         }
       }
+    }
     }
     (void)span;
     return exchange;
