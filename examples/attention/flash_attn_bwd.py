@@ -182,8 +182,8 @@ def attention_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
                 T.gemm(pT_h, dO_s, dv)
                 for n, m in T.Parallel(block_N, block_M):  # dS^T, with the 1/sqrt(d) of S
                     dS_s[n, m] = pT[n, m] * (dpT[n, m] - Delta_s[m]) * sm_scale
-                T.gemm(dS_s, Q_s, dk)
                 T.gemm(dS_s, K_s, dq, transpose_A=True, clear_accum=True)
+                T.gemm(dS_s, Q_s, dk)  # after dQ's: its product overlaps dQ's atomics
                 if dq_by_tma:  # one TMA reduction of the tile (sm_90a)
                     T.copy(dq, dq_s)
                     T.atomic_add(dQ[bz, i * block_M:(i + 1) * block_M, by, :], dq_s, use_tma=True)
