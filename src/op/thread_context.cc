@@ -183,8 +183,13 @@ class VectorizeCopies : public IRMutator {
     int64_t bytes = *lanes * store->buffer->dtype.bytes();
     if (bytes != 4 && bytes != 8 && bytes != 16) return false;
     if (!contiguous_and_aligned(store->buffer, store->indices, f->var.get(), *lanes)) return false;
-    return cast ? load->buffer->is_fragment() && contiguous_and_aligned(load->buffer, load->indices, f->var.get(), *lanes)
-                : contiguous_and_aligned(load->buffer, load->indices, f->var.get(), *lanes);
+    if (!cast || load->buffer->is_fragment())
+      return contiguous_and_aligned(load->buffer, load->indices, f->var.get(), *lanes);
+    // A converting copy from memory (a float32 accumulator in global memory stored as
+    // float16) reads its source in vectors of up to 16 bytes, each aligned.
+    int64_t source_lanes = std::min<int64_t>(*lanes, 16 / load->buffer->dtype.bytes());
+    return source_lanes >= 1 && *lanes % source_lanes == 0 &&
+           contiguous_and_aligned(load->buffer, load->indices, f->var.get(), source_lanes);
   }
 
   arith::Analyzer& az_;

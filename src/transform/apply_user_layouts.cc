@@ -72,6 +72,10 @@ Expr product(const std::vector<Expr>& xs) {
   return p;
 }
 
+// The widest run of consecutive elements looked for, in bytes: a 16-byte vector, or the 32
+// bytes a converting copy reads for one 16-byte store (8 float32 into 8 float16).
+constexpr int64_t kWidestRun = 32;
+
 // The contiguous, aligned vector width of a layout too large to enumerate, proved by the
 // analyzer: with the last index at w q + j (q over its range, the other indices over
 // theirs), the storage position of lane j is lane 0's plus j, and lane 0's is a multiple
@@ -81,7 +85,7 @@ void vector_lanes_by_proof(UserLayout& L, const std::vector<int64_t>& shape, con
   const VarNode* last = L.indices.back().get();
   std::vector<int64_t> stride(ext.size(), 1);  // of each position in the flat storage
   for (size_t k = ext.size(); k-- > 1;) stride[k - 1] = stride[k] * ext[k];
-  for (int64_t w = bytes ? 16 / bytes : 1; w >= 2; w /= 2) {
+  for (int64_t w = bytes ? kWidestRun / bytes : 1; w >= 2; w /= 2) {
     if (shape.back() % w) continue;
     arith::Analyzer az;
     for (size_t d = 0; d + 1 < shape.size(); ++d) az.bind(L.indices[d].get(), 0, shape[d]);
@@ -163,7 +167,7 @@ void check_by_enumeration(UserLayout& L, const std::vector<int64_t>& shape, cons
   }
   int bytes = L.buffer->dtype.is_sub_byte() ? 0 : L.buffer->dtype.bytes() * L.buffer->dtype.lanes;
   int64_t last = shape.back();
-  for (int64_t w = bytes ? 16 / bytes : 1; w >= 2; w /= 2) {
+  for (int64_t w = bytes ? kWidestRun / bytes : 1; w >= 2; w /= 2) {
     if (last % w) continue;
     bool ok = true;
     for (int64_t n = 0; n < count && ok; n += w)

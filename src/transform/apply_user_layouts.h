@@ -17,7 +17,7 @@ struct UserLayout {
   std::vector<Var> indices;       // placeholders, one per dimension of the annotation
   std::vector<Expr> positions;    // fn(indices): the storage position, row-major over `extents`
   std::vector<Expr> extents;      // of each position: the storage seen through the layout
-  int64_t vector_lanes = 1;       // vectors of up to this many elements along the last index stay vectors
+  int64_t vector_lanes = 1;       // runs of this many elements along the last index stay together, aligned (up to 32 bytes)
   Span span;
 };
 

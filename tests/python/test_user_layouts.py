@@ -183,12 +183,12 @@ def blocked_pairs(M, N, pairs_together):
 @pytest.mark.parametrize("pairs_together", [True, False])
 def test_vector_width_of_a_layout_too_large_to_enumerate(pairs_together):
     """Over 2^20 elements the contiguous, aligned width is proved by the analyzer: the last
-    index at 4 q + j lands at lane 0's position plus j; with even and odd columns apart, no
+    index at 8 q + j lands at lane 0's position plus j; with even and odd columns apart, no
     width holds and the vectors run element by element (and the report says so)."""
     for kernel in blocked_pairs(1024, 2048, pairs_together):
         rep = _report(kernel)
         if pairs_together:
-            assert "'C' is stored through its T.Layout over 128 x 256 x 64 positions (vectors of up to 4 " \
+            assert "'C' is stored through its T.Layout over 128 x 256 x 64 positions (vectors of up to 8 " \
                    "elements)" in rep, rep
             assert "slower path" not in rep, rep
         else:
@@ -367,3 +367,38 @@ def test_cuda_code_compiles(name):
             "pipelined": lambda: pipelined_sum(64, 256, 64, 8)}[name]()
     sass, _, rep = sass_of(func)
     assert "stored through its T.Layout" in rep
+
+
+def converting_copy(M, N, laid_out):
+    """B (float16) = A (float32) by one T.copy, A in 8 x 8 blocks when laid_out (the
+    attention backward's dQ accumulator is read so)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(M // 64, N // 128, threads=128) as (bx, by):
+            if laid_out:
+                T.annotate_layout({A: T.Layout(A.shape, lambda i, j: [i // 8, j // 8, 8 * (i % 8) + j % 8])})
+            T.copy(A[bx * 64, by * 128], B[bx * 64:(bx + 1) * 64, by * 128:(by + 1) * 128])
+
+    return main
+
+
+@pytest.mark.parametrize("laid_out", [False, True])
+def test_converting_copy_from_memory_reads_and_writes_vectors(laid_out):
+    """Each thread's 8 float16 of B are one 16-byte store, their float32 sources two 16-byte
+    loads (the layout keeps 8 floats of a row together)."""
+    sass, _, rep = sass_of(converting_copy(128, 256, laid_out))
+    assert "slower path" not in rep, rep
+    assert "LDG.E.128" in sass and "STG.E.128" in sass, sass
+    assert "STG.E.U16" not in sass
+
+
+@pytest.mark.parametrize("laid_out", [False, True])
+def test_converting_copy_from_memory(target, laid_out):
+    a = np.random.default_rng(3).standard_normal((128, 256)).astype(np.float32)
+    b = np.zeros((128, 256), np.float16)
+    if laid_out:  # the kernel reads A through its layout: store it so
+        stored = a.reshape(16, 8, 32, 8).transpose(0, 2, 1, 3).reshape(128, 256)
+    else:
+        stored = a
+    tilelang.compile(converting_copy(128, 256, laid_out), target=target)(np.ascontiguousarray(stored), b)
+    np.testing.assert_array_equal(b, a.astype(np.float16))

@@ -928,9 +928,35 @@ class CodeGenCUDA : public Emitter {
       line("{");
       ++indent_;
       line("alignas(" + std::to_string(bytes) + ") " + t + " " + tmp + "[" + std::to_string(*lanes) + "];");
+      // A source in memory (not a register array) is read in aligned vectors of up to 16
+      // bytes first (vectorize_copies checked the alignment), then converted lane by lane.
+      int64_t src_bytes = load->buffer->dtype.bytes();
+      int64_t chunk = std::min<int64_t>(*lanes, 16 / std::max<int64_t>(src_bytes, 1));
+      bool from_memory = !load->buffer->is_local() && chunk >= 1 && *lanes % chunk == 0 &&
+                         (chunk * src_bytes == 4 || chunk * src_bytes == 8 || chunk * src_bytes == 16);
+      std::string src_tmp;
+      if (from_memory) {
+        const char* chunk_t = chunk * src_bytes == 4 ? "uint32_t" : chunk * src_bytes == 8 ? "uint2" : "uint4";
+        src_tmp = names_.fresh("tl_src");
+        line("alignas(16) " + ctype(load->buffer->dtype, load->span, "the loaded value") + " " + src_tmp + "[" +
+             std::to_string(*lanes) + "];");
+        for (int64_t c = 0; c < *lanes; c += chunk) {
+          std::vector<Expr> at = *src_idx;
+          at.back() = add(at.back(), make_int(c, at.back()->dtype));
+          line("*reinterpret_cast<" + std::string(chunk_t) + "*>(&" + src_tmp + "[" + std::to_string(c) +
+               "]) = *reinterpret_cast<const " + chunk_t + "*>(&" + element(load->buffer, at, load->span) + ");");
+        }
+      }
       for (int64_t lane = 0; lane < *lanes; ++lane) {
         Expr value = substitute(store->value, {{v, add(n->min, make_int(lane))}});
+        Var lane_value;
+        if (from_memory) {  // the lane's element of the loaded vectors, by name
+          lane_value = make_var(src_tmp, load->dtype, load->span);
+          var_names_[lane_value.get()] = src_tmp + "[" + std::to_string(lane) + "]";
+          value = std::make_shared<CastNode>(store->buffer->dtype, lane_value, cast->span);
+        }
         line(tmp + "[" + std::to_string(lane) + "] = " + convert(value, store->buffer->dtype).text + ";");
+        if (lane_value) var_names_.erase(lane_value.get());
       }
       // On AMDGPU the punned read of the array keeps it in scratch; the compiler's memcpy of
       // it is one store from registers (HIP's device memcpy copies byte by byte, which keeps
