@@ -55,7 +55,10 @@ def main():
     ap.add_argument("--label", required=True)
     ap.add_argument("--refs", action="store_true")
     ap.add_argument("--pass-configs", default="{}", help="JSON dict of pass configs for the main kernel")
+    ap.add_argument("--configs", default=None,
+                    help='JSON list of [block_M, block_N, stages, threads, "laid out" | "plain" | "tma"] (default: all)')
     args = ap.parse_args()
+    configs = [tuple(c) for c in json.loads(args.configs)] if args.configs else CONFIGS
     pass_configs = json.loads(args.pass_configs) or None
     os.environ["TILELANG_DISABLE_CACHE"] = "1"
     tilelang.disable_cache()
@@ -77,7 +80,7 @@ def main():
         flops = 5 * 2.0 * b * h * s * s * d * (0.5 if causal else 1.0)  # five S-sized products
         kind = f"fa bwd d{d}{' causal' if causal else ''}"
         shape = f"b{b} h{h} s{s}"
-        for cfg in CONFIGS:
+        for cfg in configs:
             bm, bn, stages, threads, dq_mode = cfg
             try:
                 t0 = time.perf_counter()
@@ -99,7 +102,7 @@ def main():
                  compile_s=compile_s, **kernel_times(fa, q, k, v, o, lse, do, bench))
             dump = os.environ.get("ATTENTION_BWD_DUMP")  # the main kernel's source, one per configuration at d128
             if dump and d == 128 and not causal:
-                with open(f"{dump}.{'_'.join(map(str, cfg))}.cu", "w") as f:
+                with open(f"{dump}.{'_'.join(map(str, cfg)).replace(' ', '_')}.cu", "w") as f:
                     f.write(fa.main.get_kernel_source())
         if args.refs:
             for name, backend in (("cuDNN SDPA", SDPBackend.CUDNN_ATTENTION), ("flash SDPA", SDPBackend.FLASH_ATTENTION)):
