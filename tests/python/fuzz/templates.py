@@ -751,6 +751,68 @@ class AtomicLanes:
         return (1e-6, 1e-6 * blocks) if p["dtype"] == "float32" else (2e-3, 2e-3 * blocks)
 
 
+class ShiftedReads:
+    """A tile read part by part at offsets an enclosing loop sets, as DeepSeek's sparse MLA
+    backward stores its accumulator (`for s in range(parts): for i, j in T.Parallel(bm, bn):
+    if i < h: part[i, j] = acc[i + ((s + rot) % parts) * h, j]`): acc from a T.gemm (any warp
+    policy) or a T.copy, the parts in a rotated order. Where the offsets move elements only
+    between a thread's registers the reads stay there (the loop over s unrolled), else they
+    go through shared memory."""
+    name = "shifted_reads"
+
+    def draw(self, rng, target):
+        bm = pick(rng, [16, 32, 64])
+        return dict(block_M=bm, block_N=pick(rng, [16, 32, 64]), K=pick(rng, [16, 32]), parts=pick(rng, [2, 4]),
+                    rot=pick(rng, [0, 1]), source=pick(rng, ["gemm", "gemm", "copy"]),
+                    policy=pick(rng, ["Square", "FullRow", "FullCol"]), threads=pick(rng, [32, 64, 128, 256]),
+                    dtype=dtype_for(rng, target, ["float16", "bfloat16", "float32"]))
+
+    def kernel(self, p):
+        bm, bn, K, parts, rot, dtype = p["block_M"], p["block_N"], p["K"], p["parts"], p["rot"], p["dtype"]
+        h = bm // parts
+        policy = getattr(T.GemmWarpPolicy, p["policy"])
+        from_gemm = p["source"] == "gemm"
+
+        @T.prim_func
+        def shifted_reads(A: T.Tensor((bm, K), dtype), B: T.Tensor((K, bn), dtype), X: T.Tensor((bm, bn), "float32"),
+                          Out: T.Tensor((bm, bn), "float32")):
+            with T.Kernel(1, threads=p["threads"]) as bx:
+                A_s = T.alloc_shared((bm, K), dtype)
+                B_s = T.alloc_shared((K, bn), dtype)
+                part = T.alloc_shared((h, bn), "float32")
+                acc = T.alloc_fragment((bm, bn), "float32")
+                if from_gemm:
+                    T.copy(A, A_s)
+                    T.copy(B, B_s)
+                    T.gemm(A_s, B_s, acc, clear_accum=True, policy=policy)
+                else:
+                    T.copy(X, acc)
+                for s in range(parts):
+                    for i, j in T.Parallel(bm, bn):
+                        if i < h:
+                            part[i, j] = acc[i + ((s + rot) % parts) * h, j]
+                    T.copy(part, Out[s * h:(s + 1) * h, :])
+
+        return shifted_reads
+
+    def arguments(self, p, rng):
+        bm, bn, K = p["block_M"], p["block_N"], p["K"]
+        return [uniform(rng, (bm, K), p["dtype"]), uniform(rng, (K, bn), p["dtype"]),
+                uniform(rng, (bm, bn), "float32"), np.full((bm, bn), np.nan, np.float32)]
+
+    def expected(self, p, args):
+        a, b, x = (v.astype(np.float64) for v in args[:3])
+        acc = a @ b if p["source"] == "gemm" else x
+        h, parts = p["block_M"] // p["parts"], p["parts"]
+        order = [(s + p["rot"]) % parts for s in range(parts)]
+        return {3: np.concatenate([acc[o * h:(o + 1) * h] for o in order])}
+
+    def tolerance(self, p):
+        # float32 inputs may run on tf32-free paths only (SIMT or float32 products): exact
+        # products, rounded sums.
+        return 1e-5, 4e-6 * p["K"]
+
+
 # ---------------------------------------------------------------------------- branches over warpgroups
 
 class Branches:
@@ -982,4 +1044,4 @@ class AllReduce:
 
 
 TEMPLATES = {t.name: t for t in (Gemm(), Reduce(), Elementwise(), Copy(), Cumsum(), Softmax(), Pipeline(), Atomic(),
-                                 AtomicLanes(), Branches(), ThreadLevel(), AllReduce())}
+                                 AtomicLanes(), Branches(), ThreadLevel(), AllReduce(), ShiftedReads())}
