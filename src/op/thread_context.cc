@@ -123,7 +123,8 @@ bool mentions(const Expr& e, const VarNode* v) {
 
 class VectorizeCopies : public IRMutator {
  public:
-  explicit VectorizeCopies(arith::Analyzer& az) : az_(az) {}
+  // computed: also stores of any value (a T.Parallel body), see eligible_computed.
+  explicit VectorizeCopies(arith::Analyzer& az, bool computed = false) : az_(az), computed_(computed) {}
 
  protected:
   Stmt mutate_for(const Stmt& s, const ForNode* n) override {
@@ -168,7 +169,44 @@ class VectorizeCopies : public IRMutator {
     return m.coeff % lanes == 0 && m.base % lanes == 0;
   }
 
+  // `dst[base + v] = value(v)`, dst in memory, contiguous and aligned to the vector: every
+  // load of memory that moves with the lane is contiguous and aligned to vectors of up to 16
+  // bytes (the code generator reads them so, before the lanes' values); loads of registers
+  // and loads that do not move stay as they are. Calls that act on memory keep the loop
+  // scalar (the vector form reads every lane's inputs before any lane's store).
+  bool eligible_computed(const ForNode* f) {
+    const int64_t* lanes = const_int(f->extent);
+    const int64_t* mn = const_int(f->min);
+    auto* store = as<BufferStoreNode>(f->body);
+    if (!lanes || !mn || *mn != 0 || !store || store->buffer->is_local() || store->buffer->dtype.lanes != 1 ||
+        store->buffer->dtype.is_sub_byte())
+      return false;
+    int64_t bytes = *lanes * store->buffer->dtype.bytes();
+    if (bytes != 4 && bytes != 8 && bytes != 16) return false;
+    if (!contiguous_and_aligned(store->buffer, store->indices, f->var.get(), *lanes)) return false;
+    bool ok = true;
+    for_each_expr(std::make_shared<EvaluateNode>(store->value), [&](const ExprNode* e) {
+      if (!ok) return;
+      if (auto* c = dynamic_cast<const CallNode*>(e)) {
+        ok = c->op != "call_extern" && c->op.rfind("atomic", 0) != 0 && c->op != "address_of";
+        return;
+      }
+      auto* l = dynamic_cast<const BufferLoadNode*>(e);
+      if (!l || l->buffer->is_local() || l->dtype.lanes != 1) return;
+      bool moves = false;
+      for (auto& i : l->indices) moves = moves || mentions(i, f->var.get());
+      if (!moves) return;
+      int64_t eb = l->buffer->dtype.bytes();
+      int64_t chunk = std::min<int64_t>(*lanes, 16 / std::max<int64_t>(eb, 1));
+      ok = !l->buffer->dtype.is_sub_byte() && chunk >= 1 && *lanes % chunk == 0 &&
+           (chunk * eb == 4 || chunk * eb == 8 || chunk * eb == 16) &&
+           contiguous_and_aligned(l->buffer, l->indices, f->var.get(), chunk);
+    });
+    return ok;
+  }
+
   bool eligible(const ForNode* f) {
+    if (computed_ && eligible_computed(f)) return true;
     const int64_t* lanes = const_int(f->extent);
     const int64_t* mn = const_int(f->min);
     auto* store = as<BufferStoreNode>(f->body);
@@ -193,10 +231,12 @@ class VectorizeCopies : public IRMutator {
   }
 
   arith::Analyzer& az_;
+  bool computed_;
 };
 
 }  // namespace
 
 Stmt vectorize_copies(const Stmt& s, arith::Analyzer& analyzer) { return VectorizeCopies(analyzer).mutate(s); }
+Stmt vectorize_stores(const Stmt& s, arith::Analyzer& analyzer) { return VectorizeCopies(analyzer, true).mutate(s); }
 
 }  // namespace tl

@@ -115,5 +115,8 @@ Stmt sync_threads(Span span);
 // emits one vector access (a guard that holds for all lanes or none goes around it).
 // Unaligned copies, and copies guarded lane by lane, stay scalar.
 Stmt vectorize_copies(const Stmt& s, arith::Analyzer& analyzer);
+// The same for the lane loops of a T.Parallel body: stores of any value whose memory loads
+// that move with the lane are contiguous and aligned too (one vector store, vector loads).
+Stmt vectorize_stores(const Stmt& s, arith::Analyzer& analyzer);
 
 }  // namespace tl

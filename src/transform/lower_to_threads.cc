@@ -665,6 +665,8 @@ class ThreadLowering : public IRMutator {
       Stmt b = mutate(substitute(body, sub));
       return once ? Stmt(std::make_shared<IfThenElseNode>(once, b, nullptr, n->span)) : b;
     }, n->span, vars[0]->name);
+    // A thread's consecutive elements in memory: one vector store (and vector loads) each.
+    out = vectorize_stores(out, az_);
     if (!through_shared.empty()) {
       // Earlier reads of the shared buffers end, the holders' stores land, then the loop.
       std::vector<Stmt> seq = {sync_threads(n->span)};

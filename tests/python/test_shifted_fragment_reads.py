@@ -81,9 +81,8 @@ def test_shifted_reads_stay_in_registers_on_cuda():
     assert "LOCAL:0" in usage
 
 
-def test_offsets_that_cross_threads_go_through_shared_memory():
-    """With 2 x 2 warps (FullRow-like squares) rows 16..31 are another warp's: the read at
-    offset 16 goes through shared memory, and the report says so."""
+def crossing_halves():
+    """As halves(), with 2 x 2 warps (FullRow): rows 16..31 are another warp's."""
     @T.prim_func
     def main(A: T.Tensor((32, 32), "float16"), B: T.Tensor((32, 64), "float16"), Out: T.Tensor((32, 64), "float32")):
         with T.Kernel(1, threads=128) as bx:
@@ -100,29 +99,18 @@ def test_offsets_that_cross_threads_go_through_shared_memory():
                         half[i, j] = acc[i + s * 16, j]
                 T.copy(half, Out[s * 16:(s + 1) * 16, :])
 
-    report = _C.lower(main.handle, "cuda -arch=sm_90a", ["tl.disable_wgmma"]).lowering_report()
+    return main
+
+
+def test_offsets_that_cross_threads_go_through_shared_memory():
+    """The read at offset 16 needs another warp's rows: it goes through shared memory, and
+    the report says so."""
+    report = _C.lower(crossing_halves().handle, "cuda -arch=sm_90a", ["tl.disable_wgmma"]).lowering_report()
     assert "fragment 'acc' reaches this T.Parallel loop through shared memory" in report, report
 
 
 def test_offsets_that_cross_threads_are_right(target):
-    # The same kernel as above through tilelang.compile: right wherever it runs.
-    @T.prim_func
-    def main(A: T.Tensor((32, 32), "float16"), B: T.Tensor((32, 64), "float16"), Out: T.Tensor((32, 64), "float32")):
-        with T.Kernel(1, threads=128) as bx:
-            A_s = T.alloc_shared((32, 32), "float16")
-            B_s = T.alloc_shared((32, 64), "float16")
-            half = T.alloc_shared((16, 64), "float32")
-            acc = T.alloc_fragment((32, 64), "float32")
-            T.copy(A, A_s)
-            T.copy(B, B_s)
-            T.gemm(A_s, B_s, acc, clear_accum=True, policy=T.GemmWarpPolicy.FullRow)
-            for s in range(2):
-                for i, j in T.Parallel(32, 64):
-                    if i < 16:
-                        half[i, j] = acc[i + s * 16, j]
-                T.copy(half, Out[s * 16:(s + 1) * 16, :])
-
-    check_halves(tilelang.compile(main, target=target))
+    check_halves(tilelang.compile(crossing_halves(), target=target))
 
 
 def gathered_rows(R=16, N=64, rows_total=40):

@@ -17,7 +17,10 @@
 // aligned to the vector width, so a loop that is exactly `dst[base + v] = src[base2 + v]`
 // (same dtype, 4, 8 or 16 bytes in all) becomes one access through uint32_t / uint2 /
 // uint4, and `dst[base + v] = cast(fragment[base2 + v])` converts the lanes into an aligned
-// array stored as one such access; any other Vectorized loop is an unrolled scalar loop.
+// array stored as one such access; `dst[base + v] = value(v)` (a T.Parallel body) reads the
+// memory operands that move with the lane as vectors first, computes the lanes into an
+// aligned array and stores it as one access; any other Vectorized loop is an unrolled
+// scalar loop.
 #include "codegen/cuda/codegen_cuda.h"
 
 #include <algorithm>
@@ -803,7 +806,8 @@ class CodeGenCUDA : public Emitter {
                " loop over '" + n->var->name + "' was not lowered before CUDA code generation",
            "the GPU pipeline partitions parallel loops over threads and expands pipelines; "
            "this is a compiler bug");
-    if (n->for_kind == ForKind::Vectorized && (try_vector_atomic(n) || try_vector_copy(n))) return;
+    if (n->for_kind == ForKind::Vectorized && (try_vector_atomic(n) || try_vector_copy(n) || try_vector_store(n)))
+      return;
     ctype(n->var->dtype, n->span, "loop variable '" + n->var->name + "'");
     if (!n->var->dtype.is_integer())
       fail(ErrorKind::Type, n->span, "loop variable '" + n->var->name + "' must be an integer");
@@ -888,6 +892,105 @@ class CodeGenCUDA : public Emitter {
     return true;
   }
 
+  // The indices of lane 0's element of an access in the vector loop n, or nothing when the
+  // access is not `base + v` along its contiguous last index.
+  static std::optional<std::vector<Expr>> first_lane(const ForNode* n, const Buffer& b, const std::vector<Expr>& idx) {
+    const VarNode* v = n->var.get();
+    if (b->scope == scope::kLocalVar || idx.empty()) return std::nullopt;
+    auto strides = b->effective_strides();
+    if (idx.size() > 1 && !(const_int(strides.back()) && *const_int(strides.back()) == 1)) return std::nullopt;
+    for (size_t d = 0; d + 1 < idx.size(); ++d)
+      if (mentions_var(idx[d], v)) return std::nullopt;
+    bool ok = true;
+    Expr base = lane_base(idx.back(), v, &ok);
+    if (!ok) return std::nullopt;
+    const int64_t* m = const_int(n->min);
+    Expr start = m && *m == 0 ? (base ? base : n->min) : (base ? add(base, n->min) : n->min);
+    std::vector<Expr> out(idx.begin(), idx.end() - 1);
+    out.push_back(start);
+    return out;
+  }
+
+  // `dst[base + v] = value(v)` with any value (a T.Parallel body: A[..] + B[..]): the loads of
+  // memory that move with the lane are read first as aligned vectors of up to 16 bytes
+  // (vectorize_stores checked the alignment of every one), each lane's value is computed
+  // from them into an aligned array, stored as one 4/8/16-byte access.
+  bool try_vector_store(const ForNode* n) {
+    const int64_t* lanes = const_int(n->extent);
+    auto* store = as<BufferStoreNode>(n->body);
+    if (!lanes || !store || store->buffer->is_local()) return false;
+    int64_t bytes = *lanes * store->buffer->dtype.bytes();
+    const char* vec = bytes == 4 ? "uint32_t" : bytes == 8 ? "uint2" : bytes == 16 ? "uint4" : nullptr;
+    if (!vec || store->buffer->dtype.is_sub_byte() || store->buffer->dtype.lanes != 1) return false;
+    auto dst_idx = first_lane(n, store->buffer, store->indices);
+    if (!dst_idx) return false;
+    const VarNode* v = n->var.get();
+    struct Hoisted {
+      const BufferLoadNode* load;
+      Var name;
+      std::vector<Expr> first;
+      int64_t chunk;
+    };
+    std::vector<Hoisted> hoisted;
+    for_each_expr(std::make_shared<EvaluateNode>(store->value), [&](const ExprNode* e) {
+      auto* l = dynamic_cast<const BufferLoadNode*>(e);
+      if (!l || l->buffer->is_local() || l->indices.empty() || !mentions_var(l->indices.back(), v)) return;
+      for (auto& h : hoisted)
+        if (h.load == l) return;
+      int64_t eb = l->buffer->dtype.bytes();
+      int64_t chunk = std::min<int64_t>(*lanes, 16 / std::max<int64_t>(eb, 1));
+      if (l->buffer->dtype.is_sub_byte() || chunk < 1 || *lanes % chunk || (chunk * eb != 4 && chunk * eb != 8 &&
+                                                                            chunk * eb != 16))
+        return;
+      auto first = first_lane(n, l->buffer, l->indices);
+      if (!first) return;
+      hoisted.push_back({l, make_var(names_.fresh("tl_in"), l->dtype, l->span), *first, chunk});
+    });
+    std::string t = ctype(store->buffer->dtype, store->span, "the stored value");
+    std::string out = names_.fresh("tl_vec");
+    line("{");
+    ++indent_;
+    for (auto& h : hoisted) {
+      int64_t eb = h.load->buffer->dtype.bytes();
+      const char* chunk_t = h.chunk * eb == 4 ? "uint32_t" : h.chunk * eb == 8 ? "uint2" : "uint4";
+      line("alignas(16) " + ctype(h.load->buffer->dtype, h.load->span, "the loaded value") + " " + h.name->name + "[" +
+           std::to_string(*lanes) + "];");
+      for (int64_t c = 0; c < *lanes; c += h.chunk) {
+        std::vector<Expr> at = h.first;
+        at.back() = add(at.back(), make_int(c, at.back()->dtype));
+        line("*reinterpret_cast<" + std::string(chunk_t) + "*>(&" + h.name->name + "[" + std::to_string(c) +
+             "]) = *reinterpret_cast<const " + chunk_t + "*>(&" + element(h.load->buffer, at, h.load->span) + ");");
+      }
+    }
+    // The value with each hoisted load replaced by its array's lane, named per lane below.
+    struct Replace : IRMutator {
+      const std::vector<Hoisted>* hoisted;
+      Expr mutate_load(const Expr& e, const BufferLoadNode* l) override {
+        for (auto& h : *hoisted)
+          if (h.load == l) return h.name;
+        return IRMutator::mutate_load(e, l);
+      }
+    } replace;
+    replace.hoisted = &hoisted;
+    Expr value = replace.mutate(store->value);
+    line("alignas(" + std::to_string(bytes) + ") " + t + " " + out + "[" + std::to_string(*lanes) + "];");
+    for (int64_t lane = 0; lane < *lanes; ++lane) {
+      for (auto& h : hoisted) var_names_[h.name.get()] = h.name->name + "[" + std::to_string(lane) + "]";
+      Expr at = substitute(value, {{v, add(n->min, make_int(lane))}});
+      line(out + "[" + std::to_string(lane) + "] = " + convert(at, store->buffer->dtype).text + ";");
+    }
+    for (auto& h : hoisted) var_names_.erase(h.name.get());
+    std::string dst = element(store->buffer, *dst_idx, store->span);
+    if (dialect_)
+      line("__builtin_memcpy(&" + dst + ", " + out + ", " + std::to_string(bytes) + ");");
+    else
+      line("*reinterpret_cast<" + std::string(vec) + "*>(&" + dst + ") = *reinterpret_cast<const " + vec + "*>(" + out +
+           ");");
+    --indent_;
+    line("}");
+    return true;
+  }
+
   bool try_vector_copy(const ForNode* n) {
     const int64_t* lanes = const_int(n->extent);
     auto* store = as<BufferStoreNode>(n->body);
@@ -899,23 +1002,7 @@ class CodeGenCUDA : public Emitter {
     const char* vec = bytes == 4 ? "uint32_t" : bytes == 8 ? "uint2" : bytes == 16 ? "uint4" : nullptr;
     if (!vec || store->buffer->dtype.is_sub_byte() || store->buffer->dtype.lanes != 1) return false;
     const VarNode* v = n->var.get();
-    // The indices of the first lane's element, or nothing when the access is not `base + v`.
-    auto first_lane = [&](const Buffer& b, const std::vector<Expr>& idx) -> std::optional<std::vector<Expr>> {
-      if (b->scope == scope::kLocalVar || idx.empty()) return std::nullopt;
-      auto strides = b->effective_strides();
-      if (idx.size() > 1 && !(const_int(strides.back()) && *const_int(strides.back()) == 1))
-        return std::nullopt;
-      for (size_t d = 0; d + 1 < idx.size(); ++d)
-        if (mentions_var(idx[d], v)) return std::nullopt;
-      bool ok = true;
-      Expr base = lane_base(idx.back(), v, &ok);
-      if (!ok) return std::nullopt;
-      const int64_t* m = const_int(n->min);
-      Expr start = m && *m == 0 ? (base ? base : n->min) : (base ? add(base, n->min) : n->min);
-      std::vector<Expr> out(idx.begin(), idx.end() - 1);
-      out.push_back(start);
-      return out;
-    };
+    auto first_lane = [&](const Buffer& b, const std::vector<Expr>& idx) { return this->first_lane(n, b, idx); };
     auto dst_idx = first_lane(store->buffer, store->indices);
     auto src_idx = first_lane(load->buffer, load->indices);
     if (!dst_idx || !src_idx) return false;
