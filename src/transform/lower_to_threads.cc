@@ -517,6 +517,29 @@ class ThreadLowering : public IRMutator {
     return out;
   }
 
+  // The element size of the narrowest memory buffer a T.Parallel body stores to (2 for a
+  // float16 output), 4 when it stores to none: the default spread gives each thread vectors
+  // of 16 bytes of it (8 float16 elements, 4 float32 ones).
+  static int narrowest_store(const Stmt& body) {
+    int bytes = 4;
+    bool any = false;
+    struct Stores : IRVisitor {
+      std::function<void(const Buffer&)> see;
+      using IRVisitor::visit;
+      void visit_store(const BufferStoreNode* n) override {
+        see(n->buffer);
+        IRVisitor::visit_store(n);
+      }
+    } stores;
+    stores.see = [&](const Buffer& b) {
+      if (b->is_local() || b->dtype.is_sub_byte() || b->dtype.lanes != 1) return;
+      bytes = any ? std::min(bytes, b->dtype.bytes()) : b->dtype.bytes();
+      any = true;
+    };
+    stores.visit(body);
+    return any ? std::max(1, std::min(bytes, 4)) : 4;
+  }
+
   // A fragment whose indices in s read v (null if none).
   static const BufferNode* fragment_indexed_by(const Stmt& s, const VarNode* v) {
     for (auto& a : fragment_accesses(s))
@@ -622,7 +645,7 @@ class ThreadLowering : public IRMutator {
     }
     // Without a driver the iterations get a default share; check_owners then tells whether
     // the fragments the loop touches are where those iterations run.
-    TilePartition fallback = TilePartition::grid(extents, threads_, 4);
+    TilePartition fallback = TilePartition::grid(extents, threads_, narrowest_store(body));
     const TilePartition& layout = driver ? *driver : fallback;
     std::vector<Buffer> exchange =
         check_owners(layout, driver_name, vars, extents, accesses, buffers_written(body), n->span);

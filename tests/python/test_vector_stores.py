@@ -60,16 +60,17 @@ def test_fragment_epilogue(target):
 
 
 def test_vector_loads_and_stores_in_the_machine_code():
-    # float16: 4 halves a thread, 8-byte loads of A and B, one 8-byte store; bias by itself.
+    # float16: the default spread gives a thread 8 consecutive halves (16 bytes of the
+    # output): 16-byte loads of A and B, one 16-byte store; bias by itself.
     sass, _, _ = sass_of(add(64, 256, "float16"))
-    assert "LDG.E.64" in sass and "STG.E.64" in sass, sass
+    assert "LDG.E.128" in sass and "STG.E.128" in sass, sass
     assert "STG.E.U16" not in sass
     # float32: 16-byte vectors.
     sass, _, _ = sass_of(add(64, 256, "float32"))
     assert "LDG.E.128" in sass and "STG.E.128" in sass, sass
     # A store one column off its alignment stays element by element.
     sass, _, _ = sass_of(add(64, 256, "float16", shift=1))
-    assert "STG.E.U16" in sass and "STG.E.64" not in sass
+    assert "STG.E.U16" in sass and "STG.E.128" not in sass and "STG.E.64" not in sass
     # From registers: the computed lanes of a fragment are one 16-byte store.
     sass, _, _ = sass_of(fragment_epilogue(32, 64))
     assert "STG.E.128" in sass, sass
