@@ -174,17 +174,57 @@ class VectorizeCopies : public IRMutator {
   // bytes (the code generator reads them so, before the lanes' values); loads of registers
   // and loads that do not move stay as they are. Calls that act on memory keep the loop
   // scalar (the vector form reads every lane's inputs before any lane's store).
+  // Whether e reads memory that moves with the lane v where only a condition lets it be
+  // read (a branch of a select, the right side of && / ||: the bounds guards of
+  // legalize_safe_memory_access are such selects): the vector form would read it always.
+  static bool moving_load_under_condition(const Expr& e, const VarNode* v, bool conditional) {
+    if (!e) return false;
+    switch (e->kind) {
+      case ExprKind::BufferLoad: {
+        auto* l = as<BufferLoadNode>(e);
+        bool moves = false;
+        for (auto& i : l->indices) moves = moves || mentions(i, v);
+        if (conditional && moves && !l->buffer->is_local()) return true;
+        for (auto& i : l->indices)
+          if (moving_load_under_condition(i, v, conditional)) return true;
+        return false;
+      }
+      case ExprKind::Select: {
+        auto* x = as<SelectNode>(e);
+        return moving_load_under_condition(x->cond, v, conditional) ||
+               moving_load_under_condition(x->true_value, v, true) || moving_load_under_condition(x->false_value, v, true);
+      }
+      case ExprKind::Binary: {
+        auto* x = as<BinaryNode>(e);
+        bool short_circuit = x->op == BinaryOp::And || x->op == BinaryOp::Or;
+        return moving_load_under_condition(x->a, v, conditional) ||
+               moving_load_under_condition(x->b, v, conditional || short_circuit);
+      }
+      case ExprKind::Not: return moving_load_under_condition(as<NotNode>(e)->a, v, conditional);
+      case ExprKind::Cast: return moving_load_under_condition(as<CastNode>(e)->value, v, conditional);
+      case ExprKind::Call: {
+        for (auto& a : as<CallNode>(e)->args)
+          if (moving_load_under_condition(a, v, conditional)) return true;
+        return false;
+      }
+      default: return false;
+    }
+  }
+
+  // A store into registers (a fragment: C_local[i, j] = A_shared[i, j] + B_shared[i, j])
+  // qualifies for its loads alone: when at least one moves with the lane.
   bool eligible_computed(const ForNode* f) {
     const int64_t* lanes = const_int(f->extent);
     const int64_t* mn = const_int(f->min);
     auto* store = as<BufferStoreNode>(f->body);
-    if (!lanes || !mn || *mn != 0 || !store || store->buffer->is_local() || store->buffer->dtype.lanes != 1 ||
-        store->buffer->dtype.is_sub_byte())
+    if (!lanes || !mn || *mn != 0 || !store || store->buffer->dtype.lanes != 1 || store->buffer->dtype.is_sub_byte() ||
+        store->buffer->scope == scope::kLocalVar)
       return false;
+    bool into_registers = store->buffer->is_local();
     int64_t bytes = *lanes * store->buffer->dtype.bytes();
-    if (bytes != 4 && bytes != 8 && bytes != 16) return false;
+    if (!into_registers && bytes != 4 && bytes != 8 && bytes != 16) return false;
     if (!contiguous_and_aligned(store->buffer, store->indices, f->var.get(), *lanes)) return false;
-    bool ok = true;
+    bool ok = !moving_load_under_condition(store->value, f->var.get(), false), moving_loads = false;
     for_each_expr(std::make_shared<EvaluateNode>(store->value), [&](const ExprNode* e) {
       if (!ok) return;
       if (auto* c = dynamic_cast<const CallNode*>(e)) {
@@ -201,8 +241,9 @@ class VectorizeCopies : public IRMutator {
       ok = !l->buffer->dtype.is_sub_byte() && chunk >= 1 && *lanes % chunk == 0 &&
            (chunk * eb == 4 || chunk * eb == 8 || chunk * eb == 16) &&
            contiguous_and_aligned(l->buffer, l->indices, f->var.get(), chunk);
+      moving_loads = true;
     });
-    return ok;
+    return ok && (moving_loads || !into_registers);
   }
 
   bool eligible(const ForNode* f) {

@@ -26,10 +26,42 @@ class ApplySwizzles : public IRMutator {
  protected:
   Stmt mutate_for(const Stmt& s, const ForNode* n) override {
     if (n->for_kind != ForKind::Vectorized) return IRMutator::mutate_for(s, n);
+    if (spans_two_chunks(n)) {
+      // The lanes of a swizzled tile would cross a 16-byte chunk (8 float32 read for 8
+      // float16 stored), and the swizzle moves chunks apart: each lane by itself.
+      auto unrolled = std::make_shared<ForNode>(n->var, n->min, n->extent, ForKind::Unrolled, n->body, n->attrs,
+                                                n->span);
+      return IRMutator::mutate_for(unrolled, unrolled.get());
+    }
     lanes_.push_back(n->var.get());
     Stmt m = IRMutator::mutate_for(s, n);
     lanes_.pop_back();
     return m;
+  }
+  // Whether the vector loop n reaches more than 16 bytes of a swizzled tile.
+  bool spans_two_chunks(const ForNode* n) const {
+    const int64_t* lanes = const_int(n->extent);
+    bool wide = false;
+    auto check = [&](const Buffer& b, const std::vector<Expr>& idx) {
+      auto it = swizzled_.find(b.get());
+      if (it == swizzled_.end() || it->second.mode == SwizzleMode::None || idx.empty()) return;
+      if (!mentions(idx.back(), n->var.get())) return;
+      wide = wide || !lanes || *lanes * b->dtype.bits > 128;
+    };
+    for_each_expr(n->body, [&](const ExprNode* e) {
+      if (auto* l = dynamic_cast<const BufferLoadNode*>(e)) check(l->buffer, l->indices);
+    });
+    struct Stores : IRVisitor {
+      std::function<void(const Buffer&, const std::vector<Expr>&)> check;
+      using IRVisitor::visit;
+      void visit_store(const BufferStoreNode* x) override {
+        check(x->buffer, x->indices);
+        IRVisitor::visit_store(x);
+      }
+    } stores;
+    stores.check = check;
+    stores.visit(n->body);
+    return wide;
   }
   Expr mutate_load(const Expr& e, const BufferLoadNode* n) override {
     Expr m = IRMutator::mutate_load(e, n);

@@ -38,6 +38,24 @@ def fragment_epilogue(M, N):
     return main
 
 
+def shared_sum_into_fragment(M, N, dtype):
+    """C_local = A_shared + B_shared, then out: the fragment's lanes are registers, the
+    shared tiles' reads of them vectors (upstream's elementwise example)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((M, N), dtype)
+            B_s = T.alloc_shared((M, N), dtype)
+            C_local = T.alloc_fragment((M, N), dtype)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            for i, j in T.Parallel(M, N):
+                C_local[i, j] = A_s[i, j] + B_s[i, j]
+            T.copy(C_local, C)
+
+    return main
+
+
 @pytest.mark.parametrize("dtype,shift", [("float16", 0), ("float32", 0), ("float16", 1)])
 def test_computed_stores(target, dtype, shift):
     M, N = 64, 256
@@ -59,6 +77,14 @@ def test_fragment_epilogue(target):
     np.testing.assert_allclose(o, np.exp(x) * scale[:, None], rtol=1e-5, atol=1e-6)
 
 
+def test_shared_sum_into_fragment(target):
+    M, N = 32, 64
+    a, b = (RNG.standard_normal((M, N)).astype(np.float32) for _ in range(2))
+    c = np.full((M, N), np.nan, np.float32)
+    tilelang.compile(shared_sum_into_fragment(M, N, "float32"), target=target)(a, b, c)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6, atol=1e-6)
+
+
 def test_vector_loads_and_stores_in_the_machine_code():
     # float16: the default spread gives a thread 8 consecutive halves (16 bytes of the
     # output): 16-byte loads of A and B, one 16-byte store; bias by itself.
@@ -74,3 +100,69 @@ def test_vector_loads_and_stores_in_the_machine_code():
     # From registers: the computed lanes of a fragment are one 16-byte store.
     sass, _, _ = sass_of(fragment_epilogue(32, 64))
     assert "STG.E.128" in sass, sass
+    # Into a fragment: the shared tiles' reads are 16-byte vectors (LDS.128), none by element.
+    sass, _, _ = sass_of(shared_sum_into_fragment(64, 128, "float32"))
+    assert "LDS.128" in sass and "LDS " not in sass.replace("LDS.128", ""), sass
+
+
+def converting_copy_from_swizzled(M, N):
+    """B (float16) = S (float32, swizzled in 16-byte chunks): 8 lanes of S are 32 bytes, two
+    chunks the swizzle may place apart."""
+    from tilelang.layout import make_swizzled_layout
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((M, N), "float32")
+            T.annotate_layout({S: make_swizzled_layout(S)})
+            T.copy(A, S)
+            T.copy(S, B)
+
+    return main
+
+
+def test_converting_copy_from_a_swizzled_tile(target):
+    a = RNG.standard_normal((64, 64)).astype(np.float32)
+    b = np.zeros((64, 64), np.float16)
+    tilelang.compile(converting_copy_from_swizzled(64, 64), target=target)(a, b)
+    np.testing.assert_array_equal(b, a.astype(np.float16))
+
+
+def test_vectors_of_a_swizzled_tile_stay_inside_a_chunk():
+    """The 8 lanes would read two 16-byte chunks of the swizzled float32 tile: they are read
+    one by one (each through the swizzle), not as vectors from the first lane's place."""
+    from tilelang import _C
+    lowered = _C.lower(converting_copy_from_swizzled(64, 64).handle, "cuda -arch=sm_90a")
+    source = _C.codegen(lowered, "cuda -arch=sm_90a")
+    assert "reinterpret_cast<const uint4*>(&S[" not in source and "__float2half_rn(S[" in source, source
+
+
+def shifted_read(M, N, k):
+    """C[i, j] = A[i, j + k]: the last columns read past A's end, so each such load is
+    guarded (a select that gives 0) by the bounds rule."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i, j in T.Parallel(M, N):
+                C[i, j] = A[i, j + k] * 2.0
+
+    return main
+
+
+def test_guarded_loads_are_not_read_ahead(target):
+    a = RNG.standard_normal((32, 64)).astype(np.float32)
+    c = np.full((32, 64), np.nan, np.float32)
+    tilelang.compile(shifted_read(32, 64, 4), target=target)(a, c)
+    want = np.zeros_like(a)
+    want[:, :60] = a[:, 4:] * 2
+    np.testing.assert_array_equal(c, want)
+
+
+def test_guarded_loads_stay_under_their_guard_on_cuda():
+    """A vector load would read the row's last columns whatever the guard says (past the
+    tensor's end in its last row): the loads stay per element under the guard."""
+    from tilelang import _C
+    lowered = _C.lower(shifted_read(32, 64, 4).handle, "cuda -arch=sm_90a")
+    source = _C.codegen(lowered, "cuda -arch=sm_90a")
+    assert "reinterpret_cast<const uint4*>(&A[" not in source, source
+    assert "? A[" in source or "? (A[" in source, source

@@ -911,6 +911,12 @@ class CodeGenCUDA : public Emitter {
     return out;
   }
 
+  static std::vector<Expr> substitute_all(const std::vector<Expr>& xs, const std::unordered_map<const VarNode*, Expr>& m) {
+    std::vector<Expr> out;
+    for (auto& x : xs) out.push_back(substitute(x, m));
+    return out;
+  }
+
   // `dst[base + v] = value(v)` with any value (a T.Parallel body: A[..] + B[..]): the loads of
   // memory that move with the lane are read first as aligned vectors of up to 16 bytes
   // (vectorize_stores checked the alignment of every one), each lane's value is computed
@@ -918,12 +924,14 @@ class CodeGenCUDA : public Emitter {
   bool try_vector_store(const ForNode* n) {
     const int64_t* lanes = const_int(n->extent);
     auto* store = as<BufferStoreNode>(n->body);
-    if (!lanes || !store || store->buffer->is_local()) return false;
+    if (!lanes || !store || store->buffer->dtype.is_sub_byte() || store->buffer->dtype.lanes != 1) return false;
+    // Into registers: each lane's element is assigned; only the loads become vectors.
+    bool into_registers = store->buffer->is_local();
     int64_t bytes = *lanes * store->buffer->dtype.bytes();
     const char* vec = bytes == 4 ? "uint32_t" : bytes == 8 ? "uint2" : bytes == 16 ? "uint4" : nullptr;
-    if (!vec || store->buffer->dtype.is_sub_byte() || store->buffer->dtype.lanes != 1) return false;
+    if (!vec && !into_registers) return false;
     auto dst_idx = first_lane(n, store->buffer, store->indices);
-    if (!dst_idx) return false;
+    if (!dst_idx && !into_registers) return false;
     const VarNode* v = n->var.get();
     struct Hoisted {
       const BufferLoadNode* load;
@@ -946,6 +954,7 @@ class CodeGenCUDA : public Emitter {
       if (!first) return;
       hoisted.push_back({l, make_var(names_.fresh("tl_in"), l->dtype, l->span), *first, chunk});
     });
+    if (into_registers && hoisted.empty()) return false;  // nothing to read as a vector: a plain unrolled loop
     std::string t = ctype(store->buffer->dtype, store->span, "the stored value");
     std::string out = names_.fresh("tl_vec");
     line("{");
@@ -973,13 +982,22 @@ class CodeGenCUDA : public Emitter {
     } replace;
     replace.hoisted = &hoisted;
     Expr value = replace.mutate(store->value);
-    line("alignas(" + std::to_string(bytes) + ") " + t + " " + out + "[" + std::to_string(*lanes) + "];");
+    if (!into_registers)
+      line("alignas(" + std::to_string(bytes) + ") " + t + " " + out + "[" + std::to_string(*lanes) + "];");
     for (int64_t lane = 0; lane < *lanes; ++lane) {
       for (auto& h : hoisted) var_names_[h.name.get()] = h.name->name + "[" + std::to_string(lane) + "]";
-      Expr at = substitute(value, {{v, add(n->min, make_int(lane))}});
-      line(out + "[" + std::to_string(lane) + "] = " + convert(at, store->buffer->dtype).text + ";");
+      std::unordered_map<const VarNode*, Expr> at_lane = {{v, add(n->min, make_int(lane))}};
+      Expr at = substitute(value, at_lane);
+      std::string target = into_registers ? element(store->buffer, substitute_all(store->indices, at_lane), store->span)
+                                          : out + "[" + std::to_string(lane) + "]";
+      line(target + " = " + convert(at, store->buffer->dtype).text + ";");
     }
     for (auto& h : hoisted) var_names_.erase(h.name.get());
+    if (into_registers) {
+      --indent_;
+      line("}");
+      return true;
+    }
     std::string dst = element(store->buffer, *dst_idx, store->span);
     if (dialect_)
       line("__builtin_memcpy(&" + dst + ", " + out + ", " + std::to_string(bytes) + ");");
@@ -1003,6 +1021,8 @@ class CodeGenCUDA : public Emitter {
     if (!vec || store->buffer->dtype.is_sub_byte() || store->buffer->dtype.lanes != 1) return false;
     const VarNode* v = n->var.get();
     auto first_lane = [&](const Buffer& b, const std::vector<Expr>& idx) { return this->first_lane(n, b, idx); };
+    // Converting a source in memory: try_vector_store reads it as vectors first.
+    if (cast && !load->buffer->is_local()) return false;
     auto dst_idx = first_lane(store->buffer, store->indices);
     auto src_idx = first_lane(load->buffer, load->indices);
     if (!dst_idx || !src_idx) return false;
@@ -1015,35 +1035,9 @@ class CodeGenCUDA : public Emitter {
       line("{");
       ++indent_;
       line("alignas(" + std::to_string(bytes) + ") " + t + " " + tmp + "[" + std::to_string(*lanes) + "];");
-      // A source in memory (not a register array) is read in aligned vectors of up to 16
-      // bytes first (vectorize_copies checked the alignment), then converted lane by lane.
-      int64_t src_bytes = load->buffer->dtype.bytes();
-      int64_t chunk = std::min<int64_t>(*lanes, 16 / std::max<int64_t>(src_bytes, 1));
-      bool from_memory = !load->buffer->is_local() && chunk >= 1 && *lanes % chunk == 0 &&
-                         (chunk * src_bytes == 4 || chunk * src_bytes == 8 || chunk * src_bytes == 16);
-      std::string src_tmp;
-      if (from_memory) {
-        const char* chunk_t = chunk * src_bytes == 4 ? "uint32_t" : chunk * src_bytes == 8 ? "uint2" : "uint4";
-        src_tmp = names_.fresh("tl_src");
-        line("alignas(16) " + ctype(load->buffer->dtype, load->span, "the loaded value") + " " + src_tmp + "[" +
-             std::to_string(*lanes) + "];");
-        for (int64_t c = 0; c < *lanes; c += chunk) {
-          std::vector<Expr> at = *src_idx;
-          at.back() = add(at.back(), make_int(c, at.back()->dtype));
-          line("*reinterpret_cast<" + std::string(chunk_t) + "*>(&" + src_tmp + "[" + std::to_string(c) +
-               "]) = *reinterpret_cast<const " + chunk_t + "*>(&" + element(load->buffer, at, load->span) + ");");
-        }
-      }
       for (int64_t lane = 0; lane < *lanes; ++lane) {
         Expr value = substitute(store->value, {{v, add(n->min, make_int(lane))}});
-        Var lane_value;
-        if (from_memory) {  // the lane's element of the loaded vectors, by name
-          lane_value = make_var(src_tmp, load->dtype, load->span);
-          var_names_[lane_value.get()] = src_tmp + "[" + std::to_string(lane) + "]";
-          value = std::make_shared<CastNode>(store->buffer->dtype, lane_value, cast->span);
-        }
         line(tmp + "[" + std::to_string(lane) + "] = " + convert(value, store->buffer->dtype).text + ";");
-        if (lane_value) var_names_.erase(lane_value.get());
       }
       // On AMDGPU the punned read of the array keeps it in scratch; the compiler's memcpy of
       // it is one store from registers (HIP's device memcpy copies byte by byte, which keeps
