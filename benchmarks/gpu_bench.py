@@ -169,6 +169,27 @@ def rowwise(M, N, block_M, threads):
     print(f"rmsnorm {M}x{N}: {gbps(ours):.0f} GB/s = {copy / ours:.0%} of copy")
 
 
+def elementwise(M, N, dtype="float16"):
+    """C = A + B written as a T.Parallel body (each thread's elements vector loads and a
+    vector store), against torch's add, in GB/s of bytes read and written."""
+    import tilelang.language as T
+    bm, bn = 32, 256
+
+    @T.prim_func
+    def add(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(N // bn, M // bm, threads=128) as (bx, by):
+            for i, j in T.Parallel(bm, bn):
+                C[by * bm + i, bx * bn + j] = A[by * bm + i, bx * bn + j] + B[by * bm + i, bx * bn + j]
+
+    a, b = (torch.randn(M, N, device="cuda", dtype=getattr(torch, dtype)) for _ in range(2))
+    gbps = lambda ms: 3 * a.numel() * a.element_size() / ms / 1e6  # noqa: E731
+    k = tilelang.compile(add, out_idx=[-1], target="cuda")
+    err = rel_err(k(a, b), a + b)
+    ours = bench(lambda: k(a, b))
+    row(f"elementwise add {dtype}", f"{M}x{N}", ours, bench(lambda: a + b), "torch", gbps, err)
+    print(f"elementwise add {dtype} {M}x{N}: {gbps(ours):.0f} GB/s")
+
+
 # (block_M, block_N, num_stages, threads) tried per attention shape; the fastest is reported.
 ATTENTION_CONFIGS = [(64, 64, 2, 128), (128, 64, 2, 256), (128, 64, 2, 128), (128, 128, 2, 256)]
 
@@ -331,6 +352,7 @@ def main():
         ("gemm bf16 16384", lambda: None if args.quick else gemm([(16384, 16384, 16384)], "bfloat16",
                                                                  GEMM_CONFIGS[:2])),
         ("gemm 8-bit", lambda: gemm_8bit(4096)),
+        ("elementwise", lambda: elementwise(8192, 8192)),
         ("rowwise", lambda: rowwise(8192, 1024, 8, 128)),
         ("rowwise large", lambda: rowwise(65536, 1024, 8, 128)),
         ("rowwise long rows", lambda: rowwise(16384, 8192, 1, 256)),
