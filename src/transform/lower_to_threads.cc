@@ -522,22 +522,9 @@ class ThreadLowering : public IRMutator {
   // of 16 bytes of it (8 float16 elements, 4 float32 ones).
   static int narrowest_store(const Stmt& body) {
     int bytes = 4;
-    bool any = false;
-    struct Stores : IRVisitor {
-      std::function<void(const Buffer&)> see;
-      using IRVisitor::visit;
-      void visit_store(const BufferStoreNode* n) override {
-        see(n->buffer);
-        IRVisitor::visit_store(n);
-      }
-    } stores;
-    stores.see = [&](const Buffer& b) {
-      if (b->is_local() || b->dtype.is_sub_byte() || b->dtype.lanes != 1) return;
-      bytes = any ? std::min(bytes, b->dtype.bytes()) : b->dtype.bytes();
-      any = true;
-    };
-    stores.visit(body);
-    return any ? std::max(1, std::min(bytes, 4)) : 4;
+    for (const BufferNode* b : buffers_written(body))
+      if (!b->is_local() && !b->dtype.is_sub_byte() && b->dtype.lanes == 1) bytes = std::min(bytes, b->dtype.bytes());
+    return std::max(1, bytes);
   }
 
   // A fragment whose indices in s read v (null if none).
