@@ -48,19 +48,20 @@ class ApplySwizzles : public IRMutator {
       if (!mentions(idx.back(), n->var.get())) return;
       wide = wide || !lanes || *lanes * b->dtype.bits > 128;
     };
-    for_each_expr(n->body, [&](const ExprNode* e) {
-      if (auto* l = dynamic_cast<const BufferLoadNode*>(e)) check(l->buffer, l->indices);
-    });
-    struct Stores : IRVisitor {
+    struct Accesses : IRVisitor {
       std::function<void(const Buffer&, const std::vector<Expr>&)> check;
       using IRVisitor::visit;
+      void visit_load(const BufferLoadNode* x) override {
+        check(x->buffer, x->indices);
+        IRVisitor::visit_load(x);
+      }
       void visit_store(const BufferStoreNode* x) override {
         check(x->buffer, x->indices);
         IRVisitor::visit_store(x);
       }
-    } stores;
-    stores.check = check;
-    stores.visit(n->body);
+    } accesses;
+    accesses.check = check;
+    accesses.visit(n->body);
     return wide;
   }
   Expr mutate_load(const Expr& e, const BufferLoadNode* n) override {
