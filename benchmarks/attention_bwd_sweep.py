@@ -18,8 +18,16 @@ from sweep_common import context_lost
 
 import tilelang
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "attention"))
-from flash_attn_bwd import FlashAttention  # noqa: E402
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "attention", "flash_attn_bwd.py")
+
+
+def load_example(path):
+    """FlashAttention of the example at `path` (the project's, or a variant of it)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.FlashAttention
 
 # (block_M, block_N, num_stages, threads, how dQ is accumulated) of the backward: "laid out"
 # (atomics into dQ stored for coalescing), "plain" (atomics), "tma" (a TMA reduction of a
@@ -57,14 +65,18 @@ def main():
     ap.add_argument("--pass-configs", default="{}", help="JSON dict of pass configs for the main kernel")
     ap.add_argument("--configs", default=None,
                     help='JSON list of [block_M, block_N, stages, threads, "laid out" | "plain" | "tma"] (default: all)')
+    ap.add_argument("--example", default=EXAMPLE, help="a variant of examples/attention/flash_attn_bwd.py")
+    ap.add_argument("--dims", default=None, help="JSON list of head dims to run (default: all)")
     args = ap.parse_args()
+    FlashAttention = load_example(args.example)
+    shapes = [sh for sh in SHAPES if args.dims is None or sh[3] in json.loads(args.dims)]
     configs = [tuple(c) for c in json.loads(args.configs)] if args.configs else CONFIGS
     pass_configs = json.loads(args.pass_configs) or None
     os.environ["TILELANG_DISABLE_CACHE"] = "1"
     tilelang.disable_cache()
     from torch.nn.attention import SDPBackend, sdpa_kernel
     bench = lambda fn: triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median")  # noqa: E731
-    for b, h, s, d, causal in SHAPES:
+    for b, h, s, d, causal in shapes:
         torch.manual_seed(0)
         # The example's layout: [batch, seq, heads, dim].
         q, k, v, do = (torch.randn(b, s, h, d, device="cuda", dtype=torch.float16) for _ in range(4))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <tuple>
 #include <unordered_map>
@@ -10,9 +11,13 @@
 #include <vector>
 
 #include "arith/analyzer.h"
+#include "arith/int_math.h"
+#include "arith/linear_form.h"
 #include "ir/functor.h"
+#include "ir/op.h"
 #include "ir/structural.h"
 #include "transform/pass.h"
+#include "transform/simplify.h"
 
 namespace tl {
 namespace {
@@ -658,6 +663,84 @@ class BarrierPlanner {
     return false;
   }
 
+  // Whether every iteration of loop n passes a barrier (one the plan `events` puts before a
+  // statement the body always runs, or one the program wrote there), and the tail of each
+  // iteration, with the loop variable written as c * j + r (c the least common multiple of
+  // the constants it is taken modulo), meets the head of the next (c * j + r + 1) nowhere
+  // for every r. Then only neighbouring iterations can meet, and the buffers a stage index
+  // selects (`dS[i % 2]`) are apart: `dS[0]` written in one iteration and `dS[1]` read in
+  // the one before need no barrier between them.
+  bool stages_keep_apart(const ForNode* n, const std::vector<Event>& events) {
+    int64_t period = 1;
+    bool too_long = false;
+    for_each_expr(n->body, [&](const ExprNode* e) {
+      auto* b = dynamic_cast<const BinaryNode*>(e);
+      if (!b || (b->op != BinaryOp::FloorMod && b->op != BinaryOp::Mod)) return;
+      const int64_t* m = const_int(b->b);
+      bool uses_var = false;
+      for_each_expr(std::make_shared<EvaluateNode>(b->a, b->span),
+                    [&](const ExprNode* x) { uses_var = uses_var || x == n->var.get(); });
+      if (!m || *m < 2 || !uses_var) return;
+      period = std::lcm(period, *m);
+      too_long = too_long || period > 8;
+    });
+    if (period < 2 || too_long) return false;
+    // The statements every iteration runs: the body's sequence, through lets and allocations
+    // and into the branches of a warp-specialised body (`if ws_role(r)`, each run by its role's
+    // threads every iteration).
+    std::unordered_set<const StmtNode*> always;
+    std::vector<std::pair<Stmt, std::unordered_set<const StmtNode*>>> roles;  // a role's statements
+    bool program_barrier = false;
+    std::function<void(const Stmt&, std::unordered_set<const StmtNode*>&)> walk =
+        [&](const Stmt& st, std::unordered_set<const StmtNode*>& into) {
+          if (!st) return;
+          into.insert(st.get());
+          program_barrier = program_barrier || is_barrier(st);
+          if (auto* seq = as<SeqStmtNode>(st))
+            for (auto& c : seq->seq) walk(c, into);
+          else if (auto* let = as<LetStmtNode>(st)) walk(let->body, into);
+          else if (auto* alloc = as<AllocateNode>(st)) walk(alloc->body, into);
+          else if (auto* branch = as<IfThenElseNode>(st); branch && !branch->else_case && &into == &always) {
+            auto* role = as<CallNode>(branch->cond);
+            if (role && role->op == "ws_role") {
+              roles.push_back({st, {}});
+              walk(branch->then_case, roles.back().second);
+            }
+          }
+        };
+    walk(n->body, always);
+    auto passes_barrier = [&](const std::unordered_set<const StmtNode*>& stmts) {
+      for (auto& [at, place] : events)
+        if (place == Place::Before && stmts.count(at)) return true;
+      return false;
+    };
+    if (!program_barrier && !passes_barrier(always)) {
+      // A barrier of one role orders the others' accesses in nothing: they must have none.
+      const std::pair<Stmt, std::unordered_set<const StmtNode*>>* with = nullptr;
+      for (auto& r : roles)
+        if (passes_barrier(r.second)) with = &r;
+      if (!with) return false;
+      for (auto& r : roles)
+        if (&r != with && !collect(r.first).empty()) return false;
+    }
+    ConstIntBound range = analyzer_.const_int_bound(n->var);
+    if (range.min == ConstIntBound::kNegInf || range.max == ConstIntBound::kPosInf) return false;
+    Var j = std::make_shared<VarNode>(n->var->name + "_period", n->var->dtype);
+    ScopedBind bind(analyzer_, j, ConstIntBound{arith::floordiv_int(range.min, period) - 1, arith::floordiv_int(range.max, period) + 1});
+    auto iteration = [&](int64_t r) {
+      Expr at = add(mul(j, arith::make_const(n->var->dtype, period)), arith::make_const(n->var->dtype, r));
+      return simplify_stmt(substitute(n->body, {{n->var.get(), at}}), analyzer_);
+    };
+    for (int64_t r = 0; r < period; ++r) {
+      Stmt prev = iteration(r), next = iteration(r + 1);
+      AccessSet tail;
+      for (auto& a : trial(prev, {}).after)
+        if (a.threads.whole()) tail.push_back(a);
+      if (entry_needs_barrier(next, tail, trial(next, {}).events)) return false;
+    }
+    return true;
+  }
+
   Stmt plan_for(const Stmt& s, const ForNode* n, AccessSet& pending) {
     bool cooperative = n->for_kind == ForKind::Parallel || n->for_kind == ForKind::Vectorized;
     bool varying_bounds = varying_.varying(n->min) || varying_.varying(n->extent);
@@ -677,6 +760,10 @@ class BarrierPlanner {
     for (auto& a : clean.after)
       if (a.threads.whole()) whole_block_after.push_back(a);
     bool carried = entry_needs_barrier(n->body, whole_block_after, clean.events);
+    // Buffers indexed by the iteration's parity (dS[i % 2]) are another storage in the next
+    // iteration: then what one iteration's tail leaves meets the next head nowhere.
+    bool stages_apart = carried && stages_keep_apart(n, clean.events);
+    carried = carried && !stages_apart;
     // Hazards from before the loop into its first iteration: one barrier, run once.
     bool barrier_before = conflicts(header, pending) || entry_needs_barrier(n->body, pending, clean.events);
     if (barrier_before) {
@@ -694,7 +781,7 @@ class BarrierPlanner {
     }
 
     AccessSet on_entry = pending;
-    if (!carried && !barrier_at_start) merge(pending, clean.after);  // later iterations start so
+    if (!carried && !barrier_at_start && !stages_apart) merge(pending, clean.after);  // later iterations start so
     Stmt body = plan(n->body, pending);
     if (barrier_at_start) body = make_seq({make_barrier(n->span, region_), body}, n->span);
     if (carried) {
