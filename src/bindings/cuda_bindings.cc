@@ -122,6 +122,8 @@ void bind_cuda(nb::module_& m) {
       opts.fast_math = fast_math;
       opts.include_dirs = include_dirs;
       for (auto& d : cuda_include_dirs()) opts.include_dirs.push_back(d);
+      // ptxas' resource lines (registers, spill stores and loads) join its notes in the log.
+      if (with_log) opts.extra_flags.push_back("--ptxas-options=-v");
       CompiledCuda out;
       {
         nb::gil_scoped_release release;

@@ -49,6 +49,41 @@ _PTXAS_SERIALISED = re.compile(r"\(C751[0-6]\) Potential Performance Loss: wgmma
 _PTXAS_WAIT = re.compile(r"\(C7517\) warpgroup\.wait is injected")
 
 
+_PTXAS_FUNCTION = re.compile(r"Function properties for (\S+)")
+_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+# The lowering's estimate of the registers a thread needs (every per-thread array at once);
+# where ptxas has said what went to local memory, its figures replace the estimate.
+_ESTIMATED_SPILL = re.compile(r"each thread holds \d+ bytes of arrays \[slower path: more than the \d+ registers")
+
+
+def ptxas_local_memory(log: str) -> dict:
+    """{kernel: (bytes of stack frame, of spill stores, of spill loads)} from ptxas' resource
+    lines: what each thread keeps in local memory (arrays ptxas could not keep in registers,
+    and the registers it spilled)."""
+    frames, function = {}, None
+    for raw in log.splitlines():
+        if m := _PTXAS_FUNCTION.search(raw):
+            function = m.group(1)
+        elif (m := _PTXAS_FRAME.search(raw)) and function:
+            frames[function] = tuple(int(g) for g in m.groups())
+    return frames
+
+
+def with_ptxas_spills(report: str, log: str, where: str) -> str:
+    """The lowering report with the estimate of spilled registers replaced by what ptxas did."""
+    frames = ptxas_local_memory(log)
+    if not frames:
+        return report
+    lines = [line for line in report.splitlines() if not _ESTIMATED_SPILL.search(line)]
+    for function, (frame, stores, loads) in frames.items():
+        if frame or stores or loads:
+            lines.append(f"{where}: ptxas keeps {frame} bytes of each thread of {function} in local memory "
+                         f"({stores} bytes of spill stores, {loads} of spill loads) [slower path: the thread's "
+                         "arrays and temporaries do not fit its registers; smaller tiles, more threads or fewer "
+                         "fragments alive together avoid it]")
+    return "".join(line + "\n" for line in lines)
+
+
 def ptxas_notes(log: str, where: str) -> list:
     """Lowering-report lines for ptxas' notes on the wgmma code in a compiler log; `where` is the
     kernel's file:line."""
@@ -240,7 +275,13 @@ class CudaBackend:
         from ..engine.callback import cuda_postproc_identity
         return _C.nvrtc_id() + cuda_postproc_identity()
 
-    FILES = ("kernel.cubin", "kernel.cu", "ptxas.txt")  # of a cache entry
+    FILES = ("kernel.cubin", "kernel.cu", "ptxas.log")  # of a cache entry
+
+    @staticmethod
+    def _report(report: str, log: str, prim_func) -> str:
+        """The lowering report with what ptxas said of the code: its spills, its notes."""
+        where = f"{prim_func.file}:{prim_func.line}"
+        return with_ptxas_spills(report, log, where) + "".join(line + "\n" for line in ptxas_notes(log, where))
 
     def build(self, prim_func, target, key, flags, include_dir, pass_configs=None):
         lowered = _C.lower(prim_func.handle, target, switches(pass_configs))
@@ -250,7 +291,8 @@ class CudaBackend:
             if shared and cache.lookup(key, self.FILES) is not None:
                 try:
                     return CudaExecutable(infos, (d / "kernel.cubin").read_bytes(), (d / "kernel.cu").read_text(),
-                                          report + (d / "ptxas.txt").read_text(), prim_func.params), "disk"
+                                          self._report(report, (d / "ptxas.log").read_text(), prim_func),
+                                          prim_func.params), "disk"
                 except (TileLangError, OSError):
                     pass  # built again below
             from ..engine.callback import apply_cuda_postproc
@@ -260,13 +302,12 @@ class CudaBackend:
             # default, as upstream).
             fast_math = bool((pass_configs or {}).get("tl.enable_fast_math"))
             cubin, log = _C.nvrtc_compile(source, f"{prim_func.name}.cu", arch, [include_dir], fast_math, True)
-            notes = "".join(line + "\n" for line in ptxas_notes(log, f"{prim_func.file}:{prim_func.line}"))
             cache.write_atomic(d / "kernel.cu", source)
             cache.write_atomic(d / "kernel.cubin", cubin)
-            cache.write_atomic(d / "ptxas.txt", notes)
+            cache.write_atomic(d / "ptxas.log", log)
             if shared:
                 cache.store_meta(key, {"name": prim_func.name, "target": target}, self.FILES)
-            return CudaExecutable(infos, cubin, source, report + notes, prim_func.params), None
+            return CudaExecutable(infos, cubin, source, self._report(report, log, prim_func), prim_func.params), None
 
 
 def backend_for(target: str, prim_func=None):
