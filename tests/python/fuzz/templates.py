@@ -813,6 +813,63 @@ class ShiftedReads:
         return 1e-5, 4e-6 * p["K"]
 
 
+class StageBuffers:
+    """A shared buffer with a stage per iteration modulo m (`S[k % m]`), written every
+    iteration (T.copy or T.Parallel) and read by other threads (reversed or rotated) from
+    stage (k + d) % m: the row of iteration k - ((m - d) % m). Barriers must order each
+    write after the reads of the iteration that last used its stage (the one before when
+    d == 1), and may be left out at the body's end otherwise."""
+    name = "stage_buffers"
+
+    def draw(self, rng, target):
+        stages = pick(rng, [1, 2, 2, 3, 4])
+        return dict(n=int(rng.integers(1, 10)), stages=stages, d=int(rng.integers(0, stages)),
+                    R=pick(rng, [1, 4, 8, 16]), W=pick(rng, [16, 32, 64, 128]), threads=pick(rng, [32, 64, 128, 256]),
+                    write=pick(rng, ["copy", "parallel"]), perm=pick(rng, ["reverse", "rotate"]),
+                    dtype=dtype_for(rng, target, ["float16", "float32"]))
+
+    def kernel(self, p):
+        n, m, d, R, W, dtype = p["n"], p["stages"], p["d"], p["R"], p["W"], p["dtype"]
+        back = (m - d) % m
+        rotate = p["perm"] == "rotate"
+
+        @T.prim_func
+        def stage_buffers(A: T.Tensor((n, R, W), dtype), Out: T.Tensor((R, W), "float32")):
+            with T.Kernel(1, threads=p["threads"]) as bx:
+                S = T.alloc_shared((m, R, W), dtype)
+                acc = T.alloc_fragment((R, W), "float32")
+                T.clear(acc)
+                for k in T.serial(n):
+                    if p["write"] == "copy":
+                        T.copy(A[k, :, :], S[k % m, :, :])
+                    else:
+                        for r, c in T.Parallel(R, W):
+                            S[k % m, r, c] = A[k, r, c] * 2
+                    if k >= back:
+                        for r, c in T.Parallel(R, W):
+                            if rotate:
+                                acc[r, c] += S[(k + d) % m, (r + 1) % R, (c + 3) % W]
+                            else:
+                                acc[r, c] += S[(k + d) % m, R - 1 - r, W - 1 - c]
+                T.copy(acc, Out)
+
+        return stage_buffers
+
+    def arguments(self, p, rng):
+        return [uniform(rng, (p["n"], p["R"], p["W"]), p["dtype"]), np.full((p["R"], p["W"]), np.nan, np.float32)]
+
+    def expected(self, p, args):
+        a = args[0].astype(np.float64) * (1 if p["write"] == "copy" else 2)
+        back = (p["stages"] - p["d"]) % p["stages"]
+        rows = a[:max(p["n"] - back, 0)].sum(0) if p["n"] > back else np.zeros(a.shape[1:])
+        if p["perm"] == "rotate":
+            return {1: np.roll(np.roll(rows, -1, axis=0), -3, axis=1)}
+        return {1: rows[::-1, ::-1]}
+
+    def tolerance(self, p):
+        return 1e-5, 1e-5 * p["n"]
+
+
 # ---------------------------------------------------------------------------- branches over warpgroups
 
 class Branches:
@@ -1044,4 +1101,5 @@ class AllReduce:
 
 
 TEMPLATES = {t.name: t for t in (Gemm(), Reduce(), Elementwise(), Copy(), Cumsum(), Softmax(), Pipeline(), Atomic(),
-                                 AtomicLanes(), Branches(), ThreadLevel(), AllReduce(), ShiftedReads())}
+                                 AtomicLanes(), Branches(), ThreadLevel(), AllReduce(), ShiftedReads(),
+                                 StageBuffers())}
