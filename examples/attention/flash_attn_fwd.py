@@ -71,10 +71,8 @@ def flash_attn_fwd(batch, heads, seq_len, dim, heads_kv=None, is_causal=False, l
             acc = T.alloc_fragment((block_M, dim), accum)
             m = T.alloc_fragment((block_M,), accum)  # running row max (unscaled)
             m_prev = T.alloc_fragment((block_M,), accum)
-            # alpha and l are read by loops over the rows of S and over the rows of acc, which
-            # need not be spread over the threads alike: shared memory serves both.
-            alpha = T.alloc_shared((block_M,), accum)  # rescale factor of this step
-            l = T.alloc_shared((block_M,), accum)  # running row sum  # noqa: E741
+            alpha = T.alloc_fragment((block_M,), accum)  # rescale factor of this step
+            l = T.alloc_fragment((block_M,), accum)  # running row sum  # noqa: E741
             l_tile = T.alloc_fragment((block_M,), accum)
 
             kv_head = by // groups
