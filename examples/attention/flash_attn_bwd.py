@@ -60,9 +60,7 @@ def attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
             Q_s = T.alloc_shared((block_M, dim), dtype)
             K_s = T.alloc_shared((block_N, dim), dtype)
             V_s = T.alloc_shared((block_N, dim), dtype)
-            # Per-row factors for the (block_M, dim) loops, in shared memory: S and acc_o may
-            # spread their rows over the threads differently.
-            r_s = T.alloc_shared((block_M,), acc)
+            r_s = T.alloc_fragment((block_M,), acc)  # per-row factors for the (block_M, dim) loops
             S = T.alloc_fragment((block_M, block_N), acc)
             P = T.alloc_fragment((block_M, block_N), dtype)
             acc_o = T.alloc_fragment((block_M, dim), acc)

@@ -62,8 +62,8 @@ def flash_attn_varlen_fwd(batch, heads, dim, max_seqlen_q, heads_kv=None, is_cau
             m = T.alloc_fragment((block_M,), accum)
             m_prev = T.alloc_fragment((block_M,), accum)
             m_scaled = T.alloc_fragment((block_M,), accum)
-            alpha = T.alloc_shared((block_M,), accum)  # shared: read by S's and acc's loops
-            l = T.alloc_shared((block_M,), accum)  # noqa: E741
+            alpha = T.alloc_fragment((block_M,), accum)
+            l = T.alloc_fragment((block_M,), accum)  # noqa: E741
             l_tile = T.alloc_fragment((block_M,), accum)
 
             q_start = cu_seqlens_q[bz]

@@ -61,8 +61,7 @@ def gqa_decode_split(batch, heads, heads_kv, seqlen_kv, dim, num_split, block_H=
             row_max = T.alloc_fragment((block_H,), accum)
             row_max_prev = T.alloc_fragment((block_H,), accum)
             denom = T.alloc_fragment((block_H,), accum)
-            # Per-row factors pass from the score tile's layout to the output's through shared memory.
-            rescale = T.alloc_shared((block_H,), accum)
+            rescale = T.alloc_fragment((block_H,), accum)  # per-row factors of the output
 
             # This split's KV tiles: an equal share of the sequence's valid tiles.
             seqlen = cache_seqlens[b]

@@ -64,7 +64,7 @@ def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_split, s
             row_max = T.alloc_fragment((block_H,), accum)
             row_max_prev = T.alloc_fragment((block_H,), accum)
             denom = T.alloc_fragment((block_H,), accum)
-            rescale = T.alloc_shared((block_H,), accum)  # from the score layout to the output's
+            rescale = T.alloc_fragment((block_H,), accum)
 
             seqlen = cache_seqlens[b]
             n_tiles = T.ceildiv(seqlen, block_N)

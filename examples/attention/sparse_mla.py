@@ -58,7 +58,7 @@ def sparse_mla_fwd(batch, seq_q, seq_kv, heads, topk, softmax_scale, dim=512, pe
             row_max = T.alloc_fragment((block_H,), accum)
             row_max_prev = T.alloc_fragment((block_H,), accum)
             denom = T.alloc_fragment((block_H,), accum)
-            rescale = T.alloc_shared((block_H,), accum)  # from the score layout to the output's
+            rescale = T.alloc_fragment((block_H,), accum)
 
             T.copy(Q[b, s, hx * block_H:(hx + 1) * block_H, 0:dim], Q_c)
             T.copy(Q[b, s, hx * block_H:(hx + 1) * block_H, dim:dim + pe_dim], Q_pe)

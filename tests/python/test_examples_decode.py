@@ -249,6 +249,9 @@ def test_cuda_source_compiles(case):
     # 16 query heads: a 16-row tile on mma.sync (a 64-row one would be three quarters padding).
     instruction = "on mma.sync m16n8k16, 1 x 8 warps" if case == "mla_split_16_heads" else "on wgmma"
     assert all(instruction in line for line in gemms), gemms
+    # The per-row factors are fragments spread over the threads as the output's rows: no
+    # exchange through shared memory.
+    assert "through shared memory [slower path" not in lowered.lowering_report(), lowered.lowering_report()
     if case.startswith("mla_split"):
         # The producer reads the block table for a tile before it waits for the tile's slot
         # (the read's latency overlaps the wait), and only once for the tile's copies.
