@@ -58,7 +58,10 @@ def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_split, s
             Q_pe = T.alloc_shared((block_H, pe_dim), dtype)
             KV_s = T.alloc_shared((block_N, dim), dtype)
             K_pe = T.alloc_shared((block_N, pe_dim), dtype)
-            P_s = T.alloc_shared((block_H, block_N), dtype)
+            # Where P is small (16 heads), two buffers of it alternate between tiles: the next
+            # tile writes the other one, so no barrier has to close each tile.
+            p_stages = 2 if block_H * block_N <= 2048 else 1
+            P_s = T.alloc_shared((p_stages, block_H, block_N), dtype)
             scores = T.alloc_fragment((block_H, block_N), accum)
             acc_o = T.alloc_fragment((block_H, dim), accum)
             row_max = T.alloc_fragment((block_H,), accum)
@@ -98,10 +101,10 @@ def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_split, s
                 for i, j in T.Parallel(block_H, block_N):
                     scores[i, j] = T.exp2(scores[i, j] * scale - row_max[i] * scale)
                 T.reduce_sum(scores, denom, dim=1, clear=False)
-                T.copy(scores, P_s)
+                T.copy(scores, P_s[t % p_stages, :, :])
                 for i, j in T.Parallel(block_H, dim):
                     acc_o[i, j] *= rescale[i]
-                T.gemm(P_s, KV_s, acc_o, policy=T.GemmWarpPolicy.FullCol)
+                T.gemm(P_s[t % p_stages, :, :], KV_s, acc_o, policy=T.GemmWarpPolicy.FullCol)
 
             # An empty split (short sequence) writes O = 0 and lse = -inf: weight 0 when merged.
             for i in T.Parallel(block_H):

@@ -671,19 +671,45 @@ class BarrierPlanner {
   // selects (`dS[i % 2]`) are apart: `dS[0]` written in one iteration and `dS[1]` read in
   // the one before need no barrier between them.
   bool stages_keep_apart(const ForNode* n, const std::vector<Event>& events) {
+    // The moduli of the loop variable in the indices of shared buffers (a paged cache's
+    // `pos % page_size` into a global tensor does not count).
     int64_t period = 1;
     bool too_long = false;
-    for_each_expr(n->body, [&](const ExprNode* e) {
-      auto* b = dynamic_cast<const BinaryNode*>(e);
-      if (!b || (b->op != BinaryOp::FloorMod && b->op != BinaryOp::Mod)) return;
-      const int64_t* m = const_int(b->b);
-      bool uses_var = false;
-      for_each_expr(std::make_shared<EvaluateNode>(b->a, b->span),
-                    [&](const ExprNode* x) { uses_var = uses_var || x == n->var.get(); });
-      if (!m || *m < 2 || !uses_var) return;
-      period = std::lcm(period, *m);
-      too_long = too_long || period > 8;
-    });
+    auto moduli_in = [&](const Expr& index) {
+      for_each_expr(std::make_shared<EvaluateNode>(index, index->span), [&](const ExprNode* e) {
+        auto* b = dynamic_cast<const BinaryNode*>(e);
+        if (!b || (b->op != BinaryOp::FloorMod && b->op != BinaryOp::Mod)) return;
+        const int64_t* m = const_int(b->b);
+        bool uses_var = false;
+        for_each_expr(std::make_shared<EvaluateNode>(b->a, b->span),
+                      [&](const ExprNode* x) { uses_var = uses_var || x == n->var.get(); });
+        if (!m || *m < 2 || !uses_var) return;
+        period = std::lcm(period, *m);
+        too_long = too_long || period > 8;
+      });
+    };
+    struct SharedIndices : IRVisitor {
+      std::function<void(const Expr&)> f;
+      using IRVisitor::visit;
+      void visit_load(const BufferLoadNode* l) override {
+        if (l->buffer->is_shared())
+          for (auto& i : l->indices) f(i);
+        IRVisitor::visit_load(l);
+      }
+      void visit_store(const BufferStoreNode* st) override {
+        if (st->buffer->is_shared())
+          for (auto& i : st->indices) f(i);
+        IRVisitor::visit_store(st);
+      }
+      void visit_tile_op(const TileOpNode* op) override {
+        for (auto& r : op->regions)
+          if (r.buffer->is_shared())
+            for (auto& rg : r.ranges) f(rg.min);
+        IRVisitor::visit_tile_op(op);
+      }
+    } indices;
+    indices.f = moduli_in;
+    indices.visit(n->body);
     if (period < 2 || too_long) return false;
     // The statements every iteration runs: the body's sequence, through lets and allocations
     // and into the branches of a warp-specialised body (`if ws_role(r)`, each run by its role's
@@ -715,13 +741,20 @@ class BarrierPlanner {
       return false;
     };
     if (!program_barrier && !passes_barrier(always)) {
-      // A barrier of one role orders the others' accesses in nothing: they must have none.
+      // A barrier of one role orders the others' accesses in nothing: they may only read
+      // what no statement of the loop writes (a paged cache's block table).
       const std::pair<Stmt, std::unordered_set<const StmtNode*>>* with = nullptr;
       for (auto& r : roles)
         if (passes_barrier(r.second)) with = &r;
       if (!with) return false;
-      for (auto& r : roles)
-        if (&r != with && !collect(r.first).empty()) return false;
+      AccessSet writes;
+      for (auto& a : collect(n->body))
+        if (a.write) writes.push_back(a);
+      for (auto& r : roles) {
+        if (&r == with) continue;
+        for (auto& a : collect(r.first))
+          if (a.write || conflicts(AccessSet{a}, writes)) return false;
+      }
     }
     ConstIntBound range = analyzer_.const_int_bound(n->var);
     if (range.min == ConstIntBound::kNegInf || range.max == ConstIntBound::kPosInf) return false;
