@@ -12,8 +12,11 @@ Four kernels:
    works on P^T, key rows by query columns, so that dV_j += P^T dO_i and
    dK_j += dS^T Q_i need no transposes), then dP = dO_i V_j^T, dS = P * (dP - Delta_i),
    and dQ_i += dS K_j, which blocks of other key tiles also update: it is added with
-   T.atomic_add into a zero-initialised float32 dQ. With a causal mask, query tiles
-   entirely above the diagonal are skipped;
+   T.atomic_add into a zero-initialised float32 dQ. P^T and dS^T stay in registers as
+   the first operands of dV's and dK's products; dS goes through shared memory for dQ's
+   (each warp needs all of it), in two buffers taken by the step's parity, so that one
+   barrier a step orders them. With a causal mask, query tiles entirely above the diagonal
+   are skipped;
 4. postprocess: dQ converted from float32 to float16 (the result returned).
 
 The float32 dQ accumulator is stored in its own order (T.annotate_layout with a T.Layout,
@@ -150,12 +153,13 @@ def attention_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
             V_s = T.alloc_shared((block_N, dim), dtype)
             Q_s = T.alloc_shared((block_M, dim), dtype)
             dO_s = T.alloc_shared((block_M, dim), dtype)
-            dS_s = T.alloc_shared((block_N, block_M), dtype)
+            dS_s = T.alloc_shared((2, block_N, block_M), dtype)  # by the step's parity
             L_s = T.alloc_shared((block_M,), acc)
             Delta_s = T.alloc_shared((block_M,), acc)
             pT = T.alloc_fragment((block_N, block_M), acc)  # S^T, then P^T
             dpT = T.alloc_fragment((block_N, block_M), acc)
             pT_h = T.alloc_fragment((block_N, block_M), dtype)
+            dsT_h = T.alloc_fragment((block_N, block_M), dtype)
             dq = T.alloc_fragment((block_M, dim), acc)
             if dq_by_tma:
                 dq_s = T.alloc_shared((block_M, dim), acc)
@@ -179,9 +183,10 @@ def attention_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
                 T.copy(pT, pT_h)
                 T.gemm(pT_h, dO_s, dv)
                 for n, m in T.Parallel(block_N, block_M):  # dS^T, with the 1/sqrt(d) of S
-                    dS_s[n, m] = pT[n, m] * (dpT[n, m] - Delta_s[m]) * sm_scale
-                T.gemm(dS_s, K_s, dq, transpose_A=True, clear_accum=True)
-                T.gemm(dS_s, Q_s, dk)  # after dQ's: its product overlaps dQ's atomics
+                    dsT_h[n, m] = pT[n, m] * (dpT[n, m] - Delta_s[m]) * sm_scale
+                T.copy(dsT_h, dS_s[i % 2, :, :])  # dQ's product needs dS, whole, from shared memory
+                T.gemm(dsT_h, Q_s, dk)  # dS^T from registers
+                T.gemm(dS_s[i % 2, :, :], K_s, dq, transpose_A=True, clear_accum=True)
                 if dq_by_tma:  # one TMA reduction of the tile (sm_90a)
                     T.copy(dq, dq_s)
                     T.atomic_add(dQ[bz, i * block_M:(i + 1) * block_M, by, :], dq_s, use_tma=True)
