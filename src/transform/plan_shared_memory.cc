@@ -14,11 +14,20 @@ namespace tl {
 namespace {
 
 constexpr int64_t kAlign = 128;
-// Tiles (1 KiB and more) start on 1 KiB: the 8-row atoms of 128-byte swizzles that wgmma
-// descriptors and TMA boxes address must not straddle one.
+// Tiles start on 1 KiB: TMA and wgmma swizzle by the bits of the shared address, in atoms
+// of 8 rows of up to 128 bytes, so a swizzled tile must start where an atom does. That
+// holds for tiles of 1 KiB and more, and for smaller ones that may be swizzled (two or more
+// dimensions, rows of 32 bytes or more): a 4 x 32 float32 tile at 1536 was stored by TMA
+// with the swizzle of rows 4-7 while the threads had written it with that of rows 0-3.
 constexpr int64_t kTileAlign = 1024;
 
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+int64_t alignment_of(const Buffer& b, int64_t bytes) {
+  if (bytes >= kTileAlign) return kTileAlign;
+  const int64_t* row = b->shape.size() >= 2 ? const_int(b->shape.back()) : nullptr;
+  return row && *row * b->dtype.bytes() >= 32 ? kTileAlign : kAlign;
+}
 
 struct Lifetime {
   const AllocateNode* alloc = nullptr;
@@ -151,7 +160,7 @@ std::unordered_map<const AllocateNode*, int64_t> place(const LifetimeCollector& 
     for (auto& p : placed)
       if (alive_together(p.l)) taken.push_back({p.offset, p.offset + p.l->bytes});
     std::sort(taken.begin(), taken.end());
-    int64_t offset = 0, align = l->bytes >= kTileAlign ? kTileAlign : kAlign;
+    int64_t offset = 0, align = alignment_of(l->alloc->buffer, l->bytes);
     for (auto& [lo, hi] : taken)
       if (offset + l->bytes > lo && offset < hi) offset = round_up(hi, align);
     placed.push_back({l, offset});
