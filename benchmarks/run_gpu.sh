@@ -68,7 +68,7 @@ fi
 # benchmarks/mla_variants.py) in GB/s of cached rows beside the device copy bandwidth.
 mla_variants() {
   echo "== decode: MLA variants (GB/s of cached rows, beside the device copy bandwidth)"
-  MLA_VARIANTS=${MLA_VARIANTS:-'{"default": {}, "16x32 128 threads no ws": {"block_H": 16, "block_N": 32, "num_stages": 2, "threads": 128, "pass_configs": {"tl.disable_warp_specialized": true}}, "16x64 128 threads": {"block_H": 16, "threads": 128}}'}
+  MLA_VARIANTS=${MLA_VARIANTS:-'{"default": {}, "16x64 256 threads": {"block_H": 16, "threads": 256}}'}
   timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/mla_variants.py --variants "$MLA_VARIANTS" --splits 2 4 2>&1 \
     | grep -v -e Warning -e "return JITKernel" | tee "$LOGS/mla_variants.txt"
 }

@@ -122,12 +122,16 @@ def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_split, s
 
 def tile_config(target, heads):
     """Tile sizes for a target: on CUDA 64 heads per block over two warpgroups (wgmma), or
-    with fewer heads a block of them rounded up to 16 on mma.sync (a 64-row tile would be
-    mostly padding, and the memory-bound decode would wait on its products); on WebGPU
+    with fewer heads a block of them rounded up to 16 on mma.sync over 4 warps (a 64-row
+    tile would be mostly padding, and the memory-bound decode would wait on its products); on WebGPU
     tiles that fit its small workgroup memory; 16 heads on the CPU."""
     kind = target.split()[0]
     if kind == "cuda":
-        return dict(block_H=64 if heads >= 64 else -(-heads // 16) * 16, block_N=64, num_stages=2, threads=256)
+        if heads >= 64:
+            return dict(block_H=64, block_N=64, num_stages=2, threads=256)
+        # 16-row tiles on 4 warps (measured on the H100: 2,398 against 2,351 GB/s on 8 warps,
+        # whose 8-column score slices need wider cross-warp reductions).
+        return dict(block_H=-(-heads // 16) * 16, block_N=64, num_stages=2, threads=128)
     if kind == "webgpu":
         return dict(block_H=8, block_N=4, num_stages=1, threads=64)
     return dict(block_H=16, block_N=16, num_stages=1, threads=128)

@@ -247,7 +247,7 @@ def test_cuda_source_compiles(case):
     assert cubin[:4] == b"\x7fELF"
     gemms = [line for line in lowered.lowering_report().splitlines() if "T.gemm (" in line]  # the instruction choices
     # 16 query heads: a 16-row tile on mma.sync (a 64-row one would be three quarters padding).
-    instruction = "on mma.sync m16n8k16, 1 x 8 warps" if case == "mla_split_16_heads" else "on wgmma"
+    instruction = "on mma.sync m16n8k16, 1 x 4 warps" if case == "mla_split_16_heads" else "on wgmma"
     assert all(instruction in line for line in gemms), gemms
     # The per-row factors are fragments spread over the threads as the output's rows: no
     # exchange through shared memory.
@@ -256,7 +256,8 @@ def test_cuda_source_compiles(case):
         # The producer reads the block table for a tile before it waits for the tile's slot
         # (the read's latency overlaps the wait), and only once for the tile's copies.
         source = _C.codegen(lowered, target)
-        producer = source[source.index("if (tx == 256)"):]
+        consumers = 128 if case == "mla_split_16_heads" else 256  # the producer warpgroup follows them
+        producer = source[source.index(f"if (tx == {consumers})"):]
         read = producer.index("block_table[")
         assert read < producer.index("tl::mbarrier_wait(") and producer.count("block_table[") == 1
     if case == "gqa_split":
