@@ -138,6 +138,26 @@ def test_dq_by_tma_is_one_reduction_per_step_on_sm90a():
         ex.FlashAttention(1, 2, 128, 64, False, dq_laid_out=True, dq_by_tma=True, target="cpu")
 
 
+def test_dq_reduction_is_waited_for_at_the_next_step_on_sm90a():
+    """The thread that issues dQ's TMA reduction waits for its tile to be read only before
+    the next step's first barrier (the tile is written again after it), not right after the
+    issue, which held its warp back at that barrier every step; the last step's is waited
+    for after the loop. One barrier a step (dS in two buffers)."""
+    from tilelang import _C
+    ex = _load_example()
+    target = "cuda -arch=sm_90a"
+    source = _C.codegen(_C.lower(ex.attention_bwd(2, 4, 1024, 128, False, 64, 128, 2, 256, dq_laid_out=False,
+                                                  dq_by_tma=True).handle, target), target)
+    loop = source[source.index("for (int32_t i = 0"):source.index("dv_staged")]
+    issue = loop.index("tl::tma_reduce_add(")
+    assert "tl::tma_store_wait_read<0>();" not in loop[issue:loop.index("mbarrier_arrive(&pipeline_mbar")]
+    body = loop[:issue]
+    assert body.count("named_barrier_sync(1, 256)") == 2, body  # the step's, and the one before the issue
+    wait = body.index("tl::tma_store_wait_read<0>();")
+    assert wait < body.index("named_barrier_sync(1, 256)") < body.index("dq_s[")
+    assert "tl::tma_store_wait_read<0>();" in loop[loop.index("mbarrier_arrive(&pipeline_mbar"):]
+
+
 def test_example_main_runs(capsys):
     """The script's own check (target "auto": the CPU here, a GPU where there is one)."""
     args = ["--batch", "1", "--seq", "96", "--heads", "2", "--dim", "64", "--causal", "--repeat", "1"]

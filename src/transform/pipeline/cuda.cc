@@ -8,6 +8,7 @@
 #include "transform/check_register_bounds.h"
 #include "transform/check_thread_budget.h"
 #include "transform/check_cluster.h"
+#include "transform/defer_tma_store_waits.h"
 #include "transform/check_tile_ops.h"
 #include "transform/apply_user_layouts.h"
 #include "transform/inject_software_pipeline.h"
@@ -63,6 +64,9 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       {"check_register_bounds", check_register_bounds},
       // What each thread holds fits the target (else an error, not a compiler that never ends).
       {"check_thread_budget", [&](const PrimFunc& g) { return check_thread_budget(g, target); }},
+      // A TMA store's wait for its tile to be read moves to the next barrier before the
+      // tile is written again (in loops: the dQ reduction of attention's backward).
+      {"defer_tma_store_waits", defer_tma_store_waits},
       // A TMA pipeline's producer gets a warpgroup of its own (the block grows by 128
       // threads; the code above was made and checked for the consumers' thread range).
       {"warp_specialize", warp_specialize},
