@@ -716,12 +716,10 @@ class BarrierPlanner {
     // threads every iteration).
     std::unordered_set<const StmtNode*> always;
     std::vector<std::pair<Stmt, std::unordered_set<const StmtNode*>>> roles;  // a role's statements
-    bool program_barrier = false;
     std::function<void(const Stmt&, std::unordered_set<const StmtNode*>&)> walk =
         [&](const Stmt& st, std::unordered_set<const StmtNode*>& into) {
           if (!st) return;
           into.insert(st.get());
-          program_barrier = program_barrier || is_barrier(st);
           if (auto* seq = as<SeqStmtNode>(st))
             for (auto& c : seq->seq) walk(c, into);
           else if (auto* let = as<LetStmtNode>(st)) walk(let->body, into);
@@ -735,12 +733,17 @@ class BarrierPlanner {
           }
         };
     walk(n->body, always);
+    // A barrier the plan puts before one of stmts, or one the program wrote among them.
     auto passes_barrier = [&](const std::unordered_set<const StmtNode*>& stmts) {
       for (auto& [at, place] : events)
         if (place == Place::Before && stmts.count(at)) return true;
+      for (const StmtNode* st : stmts) {
+        auto* ev = dynamic_cast<const EvaluateNode*>(st);
+        if (ev && is_barrier_call(as<CallNode>(ev->value))) return true;
+      }
       return false;
     };
-    if (!program_barrier && !passes_barrier(always)) {
+    if (!passes_barrier(always)) {
       // A barrier of one role orders the others' accesses in nothing: they may only read
       // what no statement of the loop writes (a paged cache's block table).
       const std::pair<Stmt, std::unordered_set<const StmtNode*>>* with = nullptr;
