@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -128,6 +129,23 @@ class Defer : public IRMutator {
     Stmt inner = IRMutator::mutate_for(s, n);
     auto* loop = as<ForNode>(inner);
     if (!loop || loop->for_kind != ForKind::Serial) return inner;
+    // Names the loop binds (its counter, lets and loops inside): a test of one of them may
+    // change between iterations.
+    struct Bound : IRVisitor {
+      std::unordered_set<const VarNode*>* vars;
+      using IRVisitor::visit;
+      void visit_for(const ForNode* f) override {
+        vars->insert(f->var.get());
+        IRVisitor::visit_for(f);
+      }
+      void visit_let(const LetStmtNode* l) override {
+        vars->insert(l->var.get());
+        IRVisitor::visit_let(l);
+      }
+    } bound;
+    bound_in_loop_ = {loop->var.get()};
+    bound.vars = &bound_in_loop_;
+    bound.visit(loop->body);
     // The statements every iteration runs: the body's sequence, or a warp-specialised
     // role's (`if ws_role(r)`, no else) at its top level.
     std::vector<Stmt> after_loop;
@@ -179,6 +197,11 @@ class Defer : public IRMutator {
       auto* issue = as<IfThenElseNode>(stmts[k]);
       auto* block = issue && !issue->else_case ? as<SeqStmtNode>(issue->then_case) : nullptr;
       if (!block || block->seq.size() < 2 || !is_wait_read(block->seq.back())) continue;
+      // The issuing thread, the same in every iteration (`tx == 0`): the moved wait runs
+      // under the same test.
+      auto* eq = as<BinaryNode>(issue->cond);
+      const int64_t* zero = eq && eq->op == BinaryOp::EQ ? const_int(eq->b) : nullptr;
+      if (!zero || *zero != 0 || !as<VarNode>(eq->a) || bound_in_loop_.count(as<VarNode>(eq->a))) continue;
       std::vector<const BufferNode*> sources = tma_sources(issue->then_case);
       if (sources.empty() || elsewhere(sources)) continue;
       // The first barrier after the issue, provided nothing before it writes the tile.
@@ -203,6 +226,7 @@ class Defer : public IRMutator {
   }
 
   Ranges ranges_;
+  std::unordered_set<const VarNode*> bound_in_loop_;
 };
 
 }  // namespace
