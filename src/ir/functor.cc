@@ -338,6 +338,25 @@ Stmt substitute(const Stmt& s, const std::unordered_map<const VarNode*, Expr>& m
   return sub.mutate(s);
 }
 
+std::unordered_set<const VarNode*> vars_bound_in(const Stmt& s) {
+  std::unordered_set<const VarNode*> out;
+  struct B : IRVisitor {
+    std::unordered_set<const VarNode*>* out;
+    using IRVisitor::visit;
+    void visit_for(const ForNode* n) override {
+      out->insert(n->var.get());
+      IRVisitor::visit_for(n);
+    }
+    void visit_let(const LetStmtNode* n) override {
+      out->insert(n->var.get());
+      IRVisitor::visit_let(n);
+    }
+  } b;
+  b.out = &out;
+  b.visit(s);
+  return out;
+}
+
 std::unordered_set<const BufferNode*> buffers_written(const Stmt& s) {
   struct Writes : IRVisitor {
     std::unordered_set<const BufferNode*> out;

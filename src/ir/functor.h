@@ -85,6 +85,8 @@ void for_each_expr(const Stmt& s, const std::function<void(const ExprNode*)>& fn
 std::unordered_set<const BufferNode*> buffers_written(const Stmt& s);
 // The storage (data handles) s may write, through any buffer over it (T.reshape/T.view).
 std::unordered_set<const VarNode*> storage_written(const Stmt& s);
+// The names s binds: the variables of its loops and lets.
+std::unordered_set<const VarNode*> vars_bound_in(const Stmt& s);
 
 // Replaces variables by expressions (keyed by VarNode identity).
 Expr substitute(const Expr& e, const std::unordered_map<const VarNode*, Expr>& map);

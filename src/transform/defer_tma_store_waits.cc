@@ -131,21 +131,8 @@ class Defer : public IRMutator {
     if (!loop || loop->for_kind != ForKind::Serial) return inner;
     // Names the loop binds (its counter, lets and loops inside): a test of one of them may
     // change between iterations.
-    struct Bound : IRVisitor {
-      std::unordered_set<const VarNode*>* vars;
-      using IRVisitor::visit;
-      void visit_for(const ForNode* f) override {
-        vars->insert(f->var.get());
-        IRVisitor::visit_for(f);
-      }
-      void visit_let(const LetStmtNode* l) override {
-        vars->insert(l->var.get());
-        IRVisitor::visit_let(l);
-      }
-    } bound;
-    bound_in_loop_ = {loop->var.get()};
-    bound.vars = &bound_in_loop_;
-    bound.visit(loop->body);
+    bound_in_loop_ = vars_bound_in(loop->body);
+    bound_in_loop_.insert(loop->var.get());
     // The statements every iteration runs: the body's sequence, or a warp-specialised
     // role's (`if ws_role(r)`, no else) at its top level.
     std::vector<Stmt> after_loop;

@@ -91,25 +91,6 @@ std::vector<Stmt> statements_with_lets_inlined(const Stmt& body, const std::unor
   return out;
 }
 
-std::unordered_set<const VarNode*> vars_bound_in(const Stmt& s) {
-  std::unordered_set<const VarNode*> out;
-  struct B : IRVisitor {
-    std::unordered_set<const VarNode*>* out;
-    using IRVisitor::visit;
-    void visit_for(const ForNode* n) override {
-      out->insert(n->var.get());
-      IRVisitor::visit_for(n);
-    }
-    void visit_let(const LetStmtNode* n) override {
-      out->insert(n->var.get());
-      IRVisitor::visit_let(n);
-    }
-  } b;
-  b.out = &out;
-  b.visit(s);
-  return out;
-}
-
 bool mentions_any(const Expr& e, const std::unordered_set<const VarNode*>& vars) {
   bool found = false;
   for_each_expr(std::make_shared<EvaluateNode>(e), [&](const ExprNode* n) {
