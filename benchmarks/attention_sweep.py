@@ -47,6 +47,8 @@ def main():
     ap.add_argument("--refs", action="store_true")
     ap.add_argument("--pass-configs", default="{}", help="JSON dict of pass configs for every kernel")
     ap.add_argument("--configs", default=None, help="JSON list of [block_M, block_N, stages, threads] (default: all)")
+    ap.add_argument("--shapes", default=None, help="JSON list of [batch, heads, seq, dim, causal] (default: all)")
+    ap.add_argument("--persistent", type=int, default=None, help="B blocks taking the query tiles in turn")
     ap.add_argument("--tile-order", default=None, help="causal tiles: by_head (default) or longest_first")
     ap.add_argument("--schedule", default=None, help="JSON dict of T.Pipelined's order / stage / group (ours only)")
     args = ap.parse_args()
@@ -57,7 +59,8 @@ def main():
         tilelang.disable_cache()
     from torch.nn.attention import SDPBackend, sdpa_kernel
     bench = lambda fn: triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")  # noqa: E731
-    for b, h, s, d, causal in SHAPES:
+    shapes = [tuple(x) for x in json.loads(args.shapes)] if args.shapes else SHAPES
+    for b, h, s, d, causal in shapes:
         torch.manual_seed(0)
         q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.float16) for _ in range(3))
         qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))  # SDPA's native layout
@@ -75,6 +78,8 @@ def main():
             try:
                 t0 = time.perf_counter()
                 sched = {"schedule": json.loads(args.schedule)} if args.schedule else {}
+                if args.persistent:
+                    sched["persistent"] = args.persistent
                 if args.tile_order:
                     sched["tile_order"] = args.tile_order
                 kern = tilelang.compile(flash_attention_fwd(b, h, s, d, causal, block_M=bm, block_N=bn,

@@ -6,7 +6,8 @@ LOG2E = 1.4426950408889634
 
 
 def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
-                        dtype="float16", num_stages=1, threads=128, schedule=None, tile_order="by_head"):
+                        dtype="float16", num_stages=1, threads=128, schedule=None, tile_order="by_head",
+                        persistent=None):
     """O = softmax(Q K^T / sqrt(dim) [+ causal mask]) V, one block per
     (query tile, head, batch).
 
@@ -21,6 +22,9 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
     (q_tiles, heads, batch), a head's tiles launched one after another, longest first, so
     that the blocks running together read the same keys and values from L2; "longest_first":
     the grid (heads, batch, q_tiles), every head's longest tile before any shorter one.
+
+    persistent=B: B blocks take the (batch, head, query tile) items in turn (T.Persistent),
+    in the order of tile_order "by_head".
     """
     scale = (1.0 / dim) ** 0.5 * LOG2E
     shape = (batch, seq_len, heads, dim)
@@ -30,6 +34,80 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
     assert tile_order in ("by_head", "longest_first"), tile_order
     longest_first = is_causal and tile_order == "longest_first"
     grid = (heads, batch, q_tiles) if longest_first else (q_tiles, heads, batch)
+
+    @T.macro
+    def attend(Q, K, V, Output, bx, by, bz, Q_shared, K_shared, V_shared, scores, probs, acc_o, row_max,
+               row_max_prev, rescale, tile_sum, denom):
+        T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
+        T.clear(acc_o)
+        T.clear(denom)
+        T.fill(row_max, -T.infinity(accum_dtype))
+
+        # Causal: key tiles entirely above the diagonal are skipped.
+        n_key_tiles = (
+            T.min(T.ceildiv(seq_len, block_N), T.ceildiv((bx + 1) * block_M, block_N))
+            if is_causal else T.ceildiv(seq_len, block_N))
+
+        for k in T.Pipelined(n_key_tiles, num_stages=num_stages, **(schedule or {})):
+            T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)
+            # Start the scores at 0 where attention is allowed, -inf where not.
+            if is_causal:
+                for i, j in T.Parallel(block_M, block_N):
+                    scores[i, j] = T.if_then_else(
+                        bx * block_M + i >= k * block_N + j, 0, -T.infinity(accum_dtype))
+            elif ragged_keys:
+                for i, j in T.Parallel(block_M, block_N):
+                    scores[i, j] = T.if_then_else(
+                        k * block_N + j < seq_len, 0, -T.infinity(accum_dtype))
+            else:
+                T.clear(scores)
+            T.gemm(Q_shared, K_shared, scores, transpose_B=True)
+
+            # Online softmax update.
+            T.copy(row_max, row_max_prev)
+            T.reduce_max(scores, row_max, dim=1, clear=False)
+            for i in T.Parallel(block_M):
+                rescale[i] = T.exp2(row_max_prev[i] * scale - row_max[i] * scale)
+            for i, j in T.Parallel(block_M, block_N):
+                scores[i, j] = T.exp2(scores[i, j] * scale - row_max[i] * scale)
+            T.reduce_sum(scores, tile_sum, dim=1)
+            for i in T.Parallel(block_M):
+                denom[i] = denom[i] * rescale[i] + tile_sum[i]
+            T.copy(scores, probs)
+
+            for i, j in T.Parallel(block_M, dim):
+                acc_o[i, j] *= rescale[i]
+            T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_shared)
+            T.gemm(probs, V_shared, acc_o)
+
+        for i, j in T.Parallel(block_M, dim):
+            acc_o[i, j] /= denom[i]
+        T.copy(acc_o, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
+
+    if persistent:
+        @T.prim_func
+        def main(
+            Q: T.Tensor(shape, dtype),
+            K: T.Tensor(shape, dtype),
+            V: T.Tensor(shape, dtype),
+            Output: T.Tensor(shape, dtype),
+        ):
+            with T.Kernel(persistent, threads=threads) as block_id:
+                Q_shared = T.alloc_shared((block_M, dim), dtype)
+                K_shared = T.alloc_shared((block_N, dim), dtype)
+                V_shared = T.alloc_shared((block_N, dim), dtype)
+                scores = T.alloc_fragment((block_M, block_N), accum_dtype)
+                probs = T.alloc_fragment((block_M, block_N), dtype)
+                acc_o = T.alloc_fragment((block_M, dim), accum_dtype)
+                row_max = T.alloc_fragment((block_M,), accum_dtype)
+                row_max_prev = T.alloc_fragment((block_M,), accum_dtype)
+                rescale = T.alloc_fragment((block_M,), accum_dtype)
+                tile_sum = T.alloc_fragment((block_M,), accum_dtype)
+                denom = T.alloc_fragment((block_M,), accum_dtype)
+                for bz, by, g in T.Persistent([batch, heads, q_tiles], persistent, block_id, q_tiles):
+                    attend(Q, K, V, Output, q_tiles - 1 - g if is_causal else g, by, bz,
+                           Q_shared, K_shared, V_shared, scores, probs, acc_o, row_max, row_max_prev, rescale, tile_sum, denom)
+        return main
 
     @T.prim_func
     def main(
@@ -53,51 +131,6 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
             rescale = T.alloc_fragment((block_M,), accum_dtype)
             tile_sum = T.alloc_fragment((block_M,), accum_dtype)
             denom = T.alloc_fragment((block_M,), accum_dtype)
-
-            T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
-            T.clear(acc_o)
-            T.clear(denom)
-            T.fill(row_max, -T.infinity(accum_dtype))
-
-            # Causal: key tiles entirely above the diagonal are skipped.
-            n_key_tiles = (
-                T.min(T.ceildiv(seq_len, block_N), T.ceildiv((bx + 1) * block_M, block_N))
-                if is_causal else T.ceildiv(seq_len, block_N))
-
-            for k in T.Pipelined(n_key_tiles, num_stages=num_stages, **(schedule or {})):
-                T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)
-                # Start the scores at 0 where attention is allowed, -inf where not.
-                if is_causal:
-                    for i, j in T.Parallel(block_M, block_N):
-                        scores[i, j] = T.if_then_else(
-                            bx * block_M + i >= k * block_N + j, 0, -T.infinity(accum_dtype))
-                elif ragged_keys:
-                    for i, j in T.Parallel(block_M, block_N):
-                        scores[i, j] = T.if_then_else(
-                            k * block_N + j < seq_len, 0, -T.infinity(accum_dtype))
-                else:
-                    T.clear(scores)
-                T.gemm(Q_shared, K_shared, scores, transpose_B=True)
-
-                # Online softmax update.
-                T.copy(row_max, row_max_prev)
-                T.reduce_max(scores, row_max, dim=1, clear=False)
-                for i in T.Parallel(block_M):
-                    rescale[i] = T.exp2(row_max_prev[i] * scale - row_max[i] * scale)
-                for i, j in T.Parallel(block_M, block_N):
-                    scores[i, j] = T.exp2(scores[i, j] * scale - row_max[i] * scale)
-                T.reduce_sum(scores, tile_sum, dim=1)
-                for i in T.Parallel(block_M):
-                    denom[i] = denom[i] * rescale[i] + tile_sum[i]
-                T.copy(scores, probs)
-
-                for i, j in T.Parallel(block_M, dim):
-                    acc_o[i, j] *= rescale[i]
-                T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_shared)
-                T.gemm(probs, V_shared, acc_o)
-
-            for i, j in T.Parallel(block_M, dim):
-                acc_o[i, j] /= denom[i]
-            T.copy(acc_o, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
+            attend(Q, K, V, Output, bx, by, bz, Q_shared, K_shared, V_shared, scores, probs, acc_o, row_max, row_max_prev, rescale, tile_sum, denom)
 
     return main
