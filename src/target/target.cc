@@ -177,6 +177,7 @@ bool Target::set_switch(const std::string& name) {
   if (name == "tl.disable_warp_specialized") return disable_warp_specialized = true;
   if (name == "tl.enable_warpgroup_pingpong") return enable_pingpong = true;
   if (name == "tl.disable_wgmma_overlap") return disable_wgmma_overlap = true;
+  if (name == "tl.disable_producer_tile_loads") return disable_producer_tile_loads = true;
   return false;
 }
 

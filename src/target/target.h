@@ -35,6 +35,9 @@ struct Target {
   // one iteration behind (transform/inject_software_pipeline.cc, find_overlap), and T.gemm
   // in a row each wait for their own product (transform/overlap_wgmma_groups.h).
   bool disable_wgmma_overlap = false;
+  // tl.disable_producer_tile_loads: tiles loaded once per run of a TMA pipeline (attention's
+  // query tile) stay the consumers' own copies (transform/producer_tile_loads.h).
+  bool disable_producer_tile_loads = false;
   // Sets the switch a pass config names; false for a name that is not a switch.
   bool set_switch(const std::string& name);
 

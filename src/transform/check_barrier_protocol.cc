@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 #include "arith/analyzer.h"
 #include "ir/error.h"
@@ -17,6 +18,7 @@ namespace {
 struct BarrierOp {
   std::string op;  // mbarrier_wait, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_arrive_cluster
   std::vector<Expr> conds;
+  const BufferNode* buffer = nullptr;
   Expr index, parity;
   Span span;
   // mbarrier_arrive_cluster: one arrival per warp on the barrier of each of this many blocks.
@@ -28,6 +30,9 @@ struct BarrierOp {
 struct Role {
   const ForNode* loop = nullptr;
   std::vector<BarrierOp> ops;
+  // Operations on the tiles' barriers of producer_tile_loads before and after the loop, once
+  // a run.
+  std::vector<BarrierOp> pre, post;
   int64_t threads = 1;  // threads that run each operation
 };
 
@@ -52,7 +57,7 @@ void collect(const Stmt& s, std::vector<Expr>& conds, std::vector<BarrierOp>& ou
                c->op != "mbarrier_arrive_cluster"))
       return;
     auto* bar = as<BufferLoadNode>(c->args.at(0));
-    out.push_back({c->op, conds, bar->indices.at(0), c->op == "mbarrier_wait" ? c->args.at(1) : Expr(), ev->span,
+    out.push_back({c->op, conds, bar->buffer.get(), bar->indices.at(0), c->op == "mbarrier_wait" ? c->args.at(1) : Expr(), ev->span,
                    c->op == "mbarrier_arrive_cluster" ? *const_int(c->args.at(1)) : 0});
   }
 }
@@ -83,6 +88,10 @@ class Checker : public IRVisitor {
     roles_.clear();
     counts_.clear();
     counter_ = nullptr;
+    tile_counter_ = nullptr;
+    tile_bars_.clear();
+    base_ = nullptr;
+    run_index_ = nullptr;
     for (size_t d = 0; d < k->block_vars.size(); ++d)
       if (const int64_t* g = const_int(k->grid[d])) analyzer_.bind(k->block_vars[d].get(), 0, *g);
     IRVisitor::visit_kernel(k);
@@ -115,15 +124,23 @@ class Checker : public IRVisitor {
       runs.push_back(trips);
       runs.push_back(std::vector<int64_t>(trips.rbegin(), trips.rend()));
     }
+    auto counter_as_var = [&](const Buffer& counter, const Var& var) {
+      CounterAsVar as_var(counter, var);
+      for (auto& r : roles_)
+        for (auto* ops : {&r.ops, &r.pre, &r.post})
+          for (auto& op : *ops) {
+            for (auto& c : op.conds) c = as_var.mutate(c);
+            op.index = as_var.mutate(op.index);
+            if (op.parity) op.parity = as_var.mutate(op.parity);
+          }
+    };
     if (counter_) {
       base_ = std::make_shared<VarNode>("pipeline_iter", DataType::Int(32));
-      CounterAsVar as_var(counter_, base_);
-      for (auto& r : roles_)
-        for (auto& op : r.ops) {
-          for (auto& c : op.conds) c = as_var.mutate(c);
-          op.index = as_var.mutate(op.index);
-          if (op.parity) op.parity = as_var.mutate(op.parity);
-        }
+      counter_as_var(counter_, base_);
+    }
+    if (tile_counter_) {
+      run_index_ = std::make_shared<VarNode>("tile_iter", DataType::Int(32));
+      counter_as_var(tile_counter_, run_index_);
     }
     for (auto& run : runs) simulate(run, k->span);
     std::string list;
@@ -148,6 +165,8 @@ class Checker : public IRVisitor {
 
   void visit_allocate(const AllocateNode* n) override {
     if (n->attrs.count("pipeline_counter")) counter_ = n->buffer;
+    if (n->attrs.count("tile_counter")) tile_counter_ = n->buffer;
+    if (n->attrs.count("tile_barriers")) tile_bars_.insert(n->buffer.get());
     IRVisitor::visit_allocate(n);
   }
 
@@ -166,11 +185,39 @@ class Checker : public IRVisitor {
     roles_.push_back(r);
   }
 
+  void visit_seq(const SeqStmtNode* n) override {
+    // A role's operations on the tiles' barriers around its loop, in the loop's sequence.
+    size_t at = n->seq.size();
+    for (size_t i = 0; i < n->seq.size(); ++i) {
+      auto* f = as<ForNode>(n->seq[i]);
+      if (f && f->attrs.count("ws_pipeline")) at = i;
+    }
+    std::vector<BarrierOp> pre, post;
+    if (at < n->seq.size()) {
+      for (size_t i = 0; i < n->seq.size(); ++i) {
+        std::vector<Expr> conds;
+        if (i != at) collect(n->seq[i], conds, i < at ? pre : post);
+      }
+      auto tiles_only = [&](std::vector<BarrierOp>& ops) {
+        ops.erase(std::remove_if(ops.begin(), ops.end(), [&](const BarrierOp& op) { return !tile_bars_.count(op.buffer); }),
+                  ops.end());
+      };
+      tiles_only(pre);
+      tiles_only(post);
+    }
+    size_t before = roles_.size();
+    IRVisitor::visit_seq(n);
+    if (at < n->seq.size() && roles_.size() == before + 1) {
+      roles_.back().pre = std::move(pre);
+      roles_.back().post = std::move(post);
+    }
+  }
+
   void visit_evaluate(const EvaluateNode* n) override {
     auto* c = as<CallNode>(n->value);
     if (c && c->op == "mbarrier_init") {
       auto* bar = as<BufferLoadNode>(c->args.at(0));
-      counts_[evaluate_index(bar->indices.at(0), {})] = evaluate_index(c->args.at(1), {});
+      counts_[{bar->buffer.get(), evaluate_index(bar->indices.at(0), {})}] = evaluate_index(c->args.at(1), {});
     }
   }
 
@@ -180,12 +227,13 @@ class Checker : public IRVisitor {
   };
 
   void simulate(const std::vector<int64_t>& run, Span span) {
-    std::map<int64_t, Barrier> bars;
+    std::map<std::pair<const BufferNode*, int64_t>, Barrier> bars;
     for (auto& [index, count] : counts_) bars[index].pending = count;
     // Each role's operations for iterations 0..n-1, conditions applied.
     struct Event {
       const BarrierOp* op;
-      int64_t bar, parity;
+      std::pair<const BufferNode*, int64_t> bar;
+      int64_t parity;
     };
     std::vector<std::vector<Event>> programs(roles_.size());
     for (size_t r = 0; r < roles_.size(); ++r) {
@@ -199,28 +247,39 @@ class Checker : public IRVisitor {
       free_vars.env = &start;
       free_vars.visit(roles_[r].loop->min);
       const int64_t first = evaluate_index(roles_[r].loop->min, start);
-      int64_t base = 0;
+      int64_t base = 0, run_index = 0;
+      auto emit = [&](const std::vector<BarrierOp>& ops, const IndexEnv& env) {
+        for (auto& op : ops) {
+          bool on = true;
+          for (auto& c : op.conds) on = on && evaluate_index(c, env) != 0;
+          if (on)
+            programs[r].push_back({&op, {op.buffer, evaluate_index(op.index, env)},
+                                   op.parity ? evaluate_index(op.parity, env) : 0});
+        }
+      };
       for (int64_t n : run) {
+        IndexEnv around = start;
+        if (base_) around[base_.get()] = base;
+        if (run_index_) around[run_index_.get()] = run_index;
+        emit(roles_[r].pre, around);
         for (int64_t i = 0; i < n; ++i) {
-          IndexEnv env = start;
+          IndexEnv env = around;
           env[roles_[r].loop->var.get()] = i + first;
-          if (base_) env[base_.get()] = base;
-          for (auto& op : roles_[r].ops) {
-            bool on = true;
-            for (auto& c : op.conds) on = on && evaluate_index(c, env) != 0;
-            if (on) programs[r].push_back({&op, evaluate_index(op.index, env), op.parity ? evaluate_index(op.parity, env) : 0});
-          }
+          emit(roles_[r].ops, env);
         }
         base += n;
+        emit(roles_[r].post, around);
+        ++run_index;
       }
     }
     std::string n;
     for (int64_t x : run) n += (n.empty() ? "" : " then ") + std::to_string(x);
     std::vector<size_t> pc(roles_.size(), 0);
-    std::vector<std::map<int64_t, int64_t>> waits(roles_.size());  // waits done per barrier
-    auto where = [&](const Event& e) {
-      return "trip count " + n + ", " + e.op->op + " on barrier " + std::to_string(e.bar);
+    std::vector<std::map<std::pair<const BufferNode*, int64_t>, int64_t>> waits(roles_.size());  // waits done per barrier
+    auto name = [](const std::pair<const BufferNode*, int64_t>& bar) {
+      return bar.first->name + "[" + std::to_string(bar.second) + "]";
     };
+    auto where = [&](const Event& e) { return "trip count " + n + ", " + e.op->op + " on barrier " + name(e.bar); };
     for (bool moved = true; moved;) {
       moved = false;
       for (size_t r = 0; r < roles_.size(); ++r) {
@@ -260,14 +319,16 @@ class Checker : public IRVisitor {
                                             " is never satisfied");
     for (auto& [index, b] : bars)
       if (b.pending != counts_[index])
-        fail(ErrorKind::Internal, span, "internal: barrier protocol: trip count " + n + ": barrier " +
-                                            std::to_string(index) + " is left with a partial phase");
+        fail(ErrorKind::Internal, span, "internal: barrier protocol: trip count " + n + ": barrier " + name(index) +
+                                            " is left with a partial phase");
   }
 
   std::vector<Role> roles_;
-  std::map<int64_t, int64_t> counts_;
+  std::map<std::pair<const BufferNode*, int64_t>, int64_t> counts_;
   Buffer counter_;  // the iteration counter of a pipeline inside another loop
-  Var base_;
+  Buffer tile_counter_;  // the count of the loop's runs (producer_tile_loads)
+  std::unordered_set<const BufferNode*> tile_bars_;  // the tiles' mbarriers (producer_tile_loads)
+  Var base_, run_index_;
   arith::Analyzer analyzer_;
   int64_t threads_ = 1;
 };

@@ -42,6 +42,13 @@ Stmt role_body(const ForNode* loop, int64_t role) {
   return make_seq(out, loop->span);
 }
 
+// r for a branch `if ws_role(r): ...` (no else), -1 for any other statement.
+int64_t role_of(const Stmt& s) {
+  auto* branch = as<IfThenElseNode>(s);
+  auto* cond = branch && !branch->else_case ? as<CallNode>(branch->cond) : nullptr;
+  return cond && cond->op == "ws_role" ? *const_int(cond->args.at(0)) : -1;
+}
+
 Stmt loop_with_body(const ForNode* loop, Stmt body) {
   return std::make_shared<ForNode>(loop->var, loop->min, loop->extent, loop->for_kind, std::move(body), loop->attrs,
                                    loop->span);
@@ -165,6 +172,7 @@ class Specialize : public IRMutator {
     }
     done_ = false;
     counter_ = nullptr;
+    counters_.clear();
     keep_registers_ = false;
     for_each_expr(n->body, [&](const ExprNode* e) {
       if (auto* call = dynamic_cast<const CallNode*>(e)) keep_registers_ = keep_registers_ || call->op == "no_set_max_nreg";
@@ -215,6 +223,7 @@ class Specialize : public IRMutator {
   Stmt split(const Stmt& s, const std::vector<Stmt>& after, const std::vector<Stmt>& early) {
     if (auto* a = as<AllocateNode>(s)) {
       if (a->attrs.count("pipeline_counter")) counter_ = a->buffer;
+      if (a->attrs.count("pipeline_counter") || a->attrs.count("tile_counter")) counters_.insert(a->buffer.get());
       return std::make_shared<AllocateNode>(a->buffer, split(a->body, after, early), a->attrs, a->span);
     }
     if (auto* l = as<LetStmtNode>(s))
@@ -345,6 +354,11 @@ class Specialize : public IRMutator {
         if (overlapped) return make_seq({overlapped, drain}, n->span);
         return loop_with_body(n, body);
       }
+      Stmt mutate_if(const Stmt& s, const IfThenElseNode* n) override {
+        int64_t r = role_of(s);
+        if (r < 0) return IRMutator::mutate_if(s, n);
+        return r == 0 ? mutate(n->then_case) : make_seq({}, n->span);
+      }
     } m;
     m.self = this;
     NamedBarriers named(threads_, barrier_id_);
@@ -361,7 +375,9 @@ class Specialize : public IRMutator {
         if (Stmt p = producer(x)) out.push_back(p);
       return out.empty() ? nullptr : make_seq(out, s->span);
     }
-    if (auto* st = as<BufferStoreNode>(s)) return counter_ && st->buffer == counter_ ? s : nullptr;
+    if (auto* st = as<BufferStoreNode>(s)) return counters_.count(st->buffer.get()) ? s : nullptr;
+    // A role's work outside the loop (transform/producer_tile_loads.h): the producer's own.
+    if (int64_t r = role_of(s); r >= 0) return r == 1 ? as<IfThenElseNode>(s)->then_case : nullptr;
     if (!contains_ws_loop(s)) return nullptr;
     if (auto* f = as<ForNode>(s)) {
       if (f->attrs.count("ws_pipeline")) return loop_with_body(f, role_body(f, 1));
@@ -384,6 +400,7 @@ class Specialize : public IRMutator {
   int64_t consumer_regs_ = 232, producer_regs_ = 40;
   Expr tx_;
   Buffer counter_;  // the pipeline's iteration count when its loop runs more than once
+  std::unordered_set<const BufferNode*> counters_;  // it and the other counts every role keeps
   bool keep_registers_ = false;  // T.no_set_max_nreg in the kernel
   bool done_ = false;
 };

@@ -22,6 +22,7 @@ from sass import sass_of
 from sm90 import hopper_path_forced_off, require_sm90
 
 SM90 = "cuda -arch=sm_90a"
+CONSUMER_TILE_LOADS = "tl.disable_producer_tile_loads"
 
 
 def _sass(func, switches=()):
@@ -794,13 +795,14 @@ ATTENTION_CASES = [(64, 64, 2, 128, True), (64, 64, 2, 128, False), (128, 128, 2
 
 
 def test_statements_around_a_warp_specialised_scope_run_on_the_consumers():
-    """The causal kernel's query-tile load (lowered for the kernel's 128 threads) sits
-    before the let that holds the pipelined loop: it is guarded by tx < 128, so the extra
-    producer warpgroup does not run it with thread indices past the tile."""
+    """The causal kernel's query-tile load (lowered for the kernel's 128 threads, the
+    consumers' own copy with tl.disable_producer_tile_loads) sits before the let that holds
+    the pipelined loop: it is guarded by tx < 128, so the extra producer warpgroup does not
+    run it with thread indices past the tile."""
     sys.path.insert(0, __import__("os").path.dirname(__file__))
     from kernels.attention import flash_attention_fwd
     source = _C.codegen(_C.lower(flash_attention_fwd(1, 2, 512, 128, True, block_M=64, block_N=64, num_stages=2,
-                                                     threads=128).handle, SM90), SM90)
+                                                     threads=128).handle, SM90, [CONSUMER_TILE_LOADS]), SM90)
     body = source[source.index("tl_dyn_smem[];"):]
     first_q_store = body.index("&Q_shared[")
     assert "if (tx < 128) {" in body[:first_q_store], body[:first_q_store][-400:]
@@ -808,13 +810,14 @@ def test_statements_around_a_warp_specialised_scope_run_on_the_consumers():
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_shared_writes_before_the_loop_are_published_before_the_roles_split(causal):
-    """The query tile is written by the consumer threads with ordinary stores and read by
-    wgmma: its stores come before the fence.proxy.async and block-wide barrier of the
-    pipeline's set-up, not after them inside the consumers' branch."""
+    """The query tile, written by the consumer threads with ordinary stores (their own copy
+    with tl.disable_producer_tile_loads) and read by wgmma: its stores come before the
+    fence.proxy.async and block-wide barrier of the pipeline's set-up, not after them inside
+    the consumers' branch."""
     sys.path.insert(0, __import__("os").path.dirname(__file__))
     from kernels.attention import flash_attention_fwd
     source = _C.codegen(_C.lower(flash_attention_fwd(1, 2, 512, 128, causal, block_M=128, block_N=128, num_stages=2,
-                                                     threads=256).handle, SM90), SM90)
+                                                     threads=256).handle, SM90, [CONSUMER_TILE_LOADS]), SM90)
     q_store = source.index("*>(&Q_shared[")  # the stores of the tile (vector stores)
     published = source.index("tl::fence_proxy_async();\n  __syncthreads();\n  if (tx == 0) {\n    tl::mbarrier_init")
     assert q_store < published < source.index("tl::set_max_nreg<")

@@ -44,6 +44,10 @@ class PassConfigKey(str, Enum):
     overlapping the next iteration's softmax, and several T.gemm in a row each wait for their
     own product instead of staying in flight until their results are used (this compiler's
     own option). Default: False"""
+    TL_DISABLE_PRODUCER_TILE_LOADS = "tl.disable_producer_tile_loads"
+    """Tiles copied once per run of a TMA pipeline (attention's query tile) are loaded by the
+    consumer threads instead of by TMA from the producer warpgroup (this compiler's own
+    option). Default: False"""
     TL_ENABLE_WARPGROUP_PINGPONG = "tl.enable_warpgroup_pingpong"
     """Two independent consumer warpgroups take turns on the tensor cores (this compiler's
     own option; measured slower than without on attention so far). Default: False"""

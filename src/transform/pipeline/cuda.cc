@@ -17,6 +17,7 @@
 #include "transform/legalize_safe_memory_access.h"
 #include "transform/overlap_wgmma_groups.h"
 #include "transform/plan_shared_memory.h"
+#include "transform/producer_tile_loads.h"
 #include "transform/warp_specialize.h"
 #include "transform/lower_to_threads.h"
 #include "transform/pingpong_warpgroups.h"
@@ -42,6 +43,9 @@ PrimFunc lower_for_cuda(const PrimFunc& f, const Target& target) {
       {"legalize_safe_memory_access", legalize_safe_memory_access},
       // T.Pipelined: copies run ahead into multi-buffered shared memory (cp.async).
       {"inject_software_pipeline", [&](const PrimFunc& g) { return inject_software_pipeline(g, target); }},
+      // Tiles copied once per run of a TMA pipeline (attention's query tile) are loaded by
+      // its producer too, on an mbarrier pair of their own.
+      {"producer_tile_loads", [&](const PrimFunc& g) { return producer_tile_loads(g, target); }},
       // An accumulator's store to global memory after the pipeline goes through its free
       // bytes and a TMA store (sm_90a).
       {"stage_epilogue", [&](const PrimFunc& g) { return stage_epilogue(g, target); }},
