@@ -531,10 +531,10 @@ def test_flash_attention_fwd(target, rng, batch, heads, seq_len, dim, is_causal,
     np.testing.assert_allclose(_f64(o), ref, **tol)
 
 
-@pytest.mark.parametrize("tile_order", ["by_head", "longest_first"])
+@pytest.mark.parametrize("tile_order", ["by_head", "longest_first", "head_groups"])
 def test_flash_attention_causal_tile_orders(target, rng, tile_order):
-    """Either launch order of the causal query tiles computes every tile (3 of 64 rows, the
-    last one partial) of every head."""
+    """Every launch order of the causal query tiles computes every tile (3 of 64 rows, the
+    last one partial) of every head (head_groups: the 6 (batch, head) pairs in one group)."""
     shape = (2, 160, 3, 64)
     func = kernels.attention.flash_attention_fwd(*shape[:1], shape[2], shape[1], shape[3], True, block_M=64,
                                                  block_N=64, dtype="float32", tile_order=tile_order)

@@ -21,7 +21,10 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
     Causal: query tile bx has bx + 1 key tiles of work. tile_order "by_head": the grid
     (q_tiles, heads, batch), a head's tiles launched one after another, longest first, so
     that the blocks running together read the same keys and values from L2; "longest_first":
-    the grid (heads, batch, q_tiles), every head's longest tile before any shorter one.
+    the grid (heads, batch, q_tiles), every head's longest tile before any shorter one;
+    "head_groups": the (batch, head) pairs in groups of up to 8, each group's tiles longest
+    first across its heads (the blocks running together read the K/V of at most 8 heads,
+    and the grid ends with short tiles: blocks taken in launch order finish together).
 
     persistent=B: B blocks take the (batch, head, query tile) items in turn (T.Persistent),
     in the order of tile_order "by_head".
@@ -31,7 +34,9 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
     accum_dtype = "float32"
     ragged_keys = seq_len % block_N != 0
     q_tiles = (seq_len + block_M - 1) // block_M
-    assert tile_order in ("by_head", "longest_first"), tile_order
+    assert tile_order in ("by_head", "longest_first", "head_groups"), tile_order
+    pairs = batch * heads
+    group = max(g for g in range(1, 9) if pairs % g == 0)  # (batch, head) pairs a group
     longest_first = is_causal and tile_order == "longest_first"
     grid = (heads, batch, q_tiles) if longest_first else (q_tiles, heads, batch)
 
@@ -120,6 +125,13 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
             bx = q_tiles - 1 - g2 if longest_first else (q_tiles - 1 - g0 if is_causal else g0)
             by = g0 if longest_first else g1
             bz = g1 if longest_first else g2
+            if is_causal and tile_order == "head_groups":
+                t = g0 + q_tiles * (g1 + heads * g2)  # the block's place in launch order
+                r = t % (group * q_tiles)
+                pair = t // (group * q_tiles) * group + r % group
+                bx = q_tiles - 1 - r // group
+                by = pair % heads
+                bz = pair // heads
             Q_shared = T.alloc_shared((block_M, dim), dtype)
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
