@@ -49,7 +49,7 @@ def main():
     ap.add_argument("--configs", default=None, help="JSON list of [block_M, block_N, stages, threads] (default: all)")
     ap.add_argument("--shapes", default=None, help="JSON list of [batch, heads, seq, dim, causal] (default: all)")
     ap.add_argument("--persistent", type=int, default=None, help="B blocks taking the query tiles in turn")
-    ap.add_argument("--tile-order", default=None, help="causal tiles: by_head (default), longest_first or head_groups")
+    ap.add_argument("--tile-order", default=None, help="causal tiles: head_groups (default), by_head or longest_first")
     ap.add_argument("--schedule", default=None, help="JSON dict of T.Pipelined's order / stage / group (ours only)")
     args = ap.parse_args()
     configs = [tuple(c) for c in json.loads(args.configs)] if args.configs else CONFIGS

@@ -51,6 +51,7 @@ def flash_attn_fwd(batch, heads, seq_len, dim, heads_kv=None, is_causal=False, l
     masked = is_causal or seq_len % block_N != 0
     q_tiles = (seq_len + block_M - 1) // block_M
     grid = (q_tiles, heads, batch)
+    group = max(g for g in range(1, 9) if batch * heads % g == 0)  # (batch, head) pairs a group
 
     def rows(X, b, h, start, n):
         """The n x dim tile of sequence positions [start, start + n) of head h."""
@@ -59,10 +60,16 @@ def flash_attn_fwd(batch, heads, seq_len, dim, heads_kv=None, is_causal=False, l
     @T.macro
     def attention(Q, K, V, O, LSE):
         with T.Kernel(*grid, threads=threads) as (g0, g1, g2):
-            # Causal: a head's query tiles one after another, those with the most key tiles
-            # first; the blocks running together share the head's keys and values in L2.
-            bx = q_tiles - 1 - g0 if is_causal else g0
-            by, bz = g1, g2
+            bx, by, bz = g0, g1, g2
+            if is_causal:
+                # Blocks in launch order t take the (batch, head) pairs in groups of up to 8,
+                # each group's query tiles longest first across its heads: the blocks running
+                # together share the keys and values of a few heads in L2, and the grid ends
+                # with its shortest tiles, so that the last blocks finish together.
+                t = g0 + q_tiles * (g1 + heads * g2)
+                r = t % (group * q_tiles)
+                pair = t // (group * q_tiles) * group + r % group
+                bx, by, bz = q_tiles - 1 - r // group, pair % heads, pair // heads
             Q_s = T.alloc_shared((block_M, dim), dtype)
             K_s = T.alloc_shared((block_N, dim), dtype)
             V_s = T.alloc_shared((block_N, dim), dtype)

@@ -6,7 +6,7 @@ LOG2E = 1.4426950408889634
 
 
 def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
-                        dtype="float16", num_stages=1, threads=128, schedule=None, tile_order="by_head",
+                        dtype="float16", num_stages=1, threads=128, schedule=None, tile_order="head_groups",
                         persistent=None):
     """O = softmax(Q K^T / sqrt(dim) [+ causal mask]) V, one block per
     (query tile, head, batch).
@@ -18,16 +18,17 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
     block_N does not divide it) are masked with -inf. `schedule`: T.Pipelined's order /
     stage / group arguments.
 
-    Causal: query tile bx has bx + 1 key tiles of work. tile_order "by_head": the grid
+    Causal: query tile bx has bx + 1 key tiles of work. tile_order "head_groups" (the
+    default): the (batch, head) pairs in groups of up to 8, each group's tiles longest first
+    across its heads (the blocks running together read the K/V of at most 8 heads, and the
+    grid ends with short tiles: blocks taken in launch order finish together; measured on
+    the H200 496 against 483 TFLOP/s for "by_head"). "by_head": the grid
     (q_tiles, heads, batch), a head's tiles launched one after another, longest first, so
     that the blocks running together read the same keys and values from L2; "longest_first":
-    the grid (heads, batch, q_tiles), every head's longest tile before any shorter one;
-    "head_groups": the (batch, head) pairs in groups of up to 8, each group's tiles longest
-    first across its heads (the blocks running together read the K/V of at most 8 heads,
-    and the grid ends with short tiles: blocks taken in launch order finish together).
+    the grid (heads, batch, q_tiles), every head's longest tile before any shorter one.
 
     persistent=B: B blocks take the (batch, head, query tile) items in turn (T.Persistent),
-    in the order of tile_order "by_head".
+    a head's tiles one after another, longest first.
     """
     scale = (1.0 / dim) ** 0.5 * LOG2E
     shape = (batch, seq_len, heads, dim)
