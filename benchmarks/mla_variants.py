@@ -31,7 +31,7 @@ def bench(fn):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--variants", default=json.dumps(DEFAULT))
-    ap.add_argument("--splits", type=int, nargs="+", default=[4])
+    ap.add_argument("--splits", nargs="+", default=["4"], help="shares of each sequence, or balanced")
     args = ap.parse_args()
     variants = json.loads(args.variants)
     x = torch.empty(2 ** 28, dtype=torch.float16, device="cuda")
@@ -54,14 +54,15 @@ def main():
         for name, v in variants.items():
             v = dict(v)
             pass_configs = v.pop("pass_configs", None)
-            for splits in args.splits:
+            for splits in (x if x == "balanced" else int(x) for x in args.splits):
                 label = f"b{batch} h{heads} s{seqlen} split {splits}"
                 try:
                     dec = mla_decode.MLADecode(batch, heads, batch * max_pages, page, max_pages, splits,
                                                576 ** -0.5, target="cuda", pass_configs=pass_configs, **v)
-                    err = float((dec(q, kv, table, lengths).float() - ref).abs().max())
-                    total = bench(lambda: dec(q, kv, table, lengths))
-                    alone = bench(lambda: dec.split(q, kv, table, lengths))
+                    work = dec.plan(lengths)  # once per decoding step, outside the timing
+                    err = float((dec(q, kv, table, lengths, work).float() - ref).abs().max())
+                    total = bench(lambda: dec(q, kv, table, lengths, work))
+                    alone = bench(lambda: dec.split(q, kv, table, lengths, *work[:3]))
                 except Exception as e:  # a variant that fails is reported, not fatal
                     rows.append((label, name, f"failed: {str(e).splitlines()[0][:80]}"))
                     continue

@@ -11,13 +11,19 @@ position p of sequence b lives in page block_table[b, p // page_size], row
 p % page_size, and cache_seqlens[b] >= 1 positions are valid. The sequence is
 walked in tiles of block_N rows; block_N divides page_size, so a tile lies inside
 one page (with block_N = page_size a tile is a page) and is one T.copy from it.
-A block takes block_H query heads of one sequence and one of num_split equal
-shares of the sequence's tiles; it runs the online softmax over them and writes
-a partial output with its base-2 log-sum-exp. The combine kernel merges the
-shares: O = sum_s 2^(lse_s - lse) O_s.
+
+The work is a list of items, each a run of whole tiles of one sequence, planned on
+the host from the sequence lengths (plan_work): "balanced" gives every block (one per
+SM and head tile) an equal share of all the tiles, a sequence split wherever a
+share ends; num_split = n gives each sequence n equal shares, a block each. A block
+takes block_H query heads and its items one after another, runs the online softmax
+over each item's tiles and writes a partial output with its base-2 log-sum-exp (the
+TMA producer loads the next item's tiles while the block finishes the last one). The
+combine kernel merges each sequence's items: O = sum_i 2^(lse_i - lse) O_i.
 
     python examples/attention/mla_decode.py
     python examples/attention/mla_decode.py --batch 64 --heads 128 --seqlen 4096 --num-split 4
+    python examples/attention/mla_decode.py --batch 128 --heads 16 --num-split balanced
 """
 
 import argparse
@@ -32,14 +38,16 @@ from tilelang.jit.backends import resolve_target
 from tilelang.profiler import do_bench
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared combine step
-from split_kv import combine  # noqa: E402
+from split_kv import combine_items  # noqa: E402
 
 LOG2E = 1.4426950408889634
 
 
-def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_split, softmax_scale,
+def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_blocks, max_items, softmax_scale,
                      dim=512, pe_dim=64, block_H=64, block_N=64, num_stages=2, threads=256, dtype="float16"):
-    """Partial attention of each (head tile, split, sequence): O_part and LSE_part."""
+    """Partial attention of each work item: O_part [item, heads, dim] and LSE_part [item, heads].
+    Block bid runs items block_items[bid] .. block_items[bid + 1] - 1; item i covers tiles
+    item_tiles[i, 0] .. item_tiles[i, 1] - 1 of sequence item_batch[i]."""
     assert page_size % block_N == 0, "a KV tile must lie inside one page"
     scale = softmax_scale * LOG2E  # scores in base 2: exp2 replaces exp
     accum = "float32"
@@ -50,10 +58,13 @@ def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_split, s
         KV: T.Tensor((num_pages, page_size, 1, dim + pe_dim), dtype),
         block_table: T.Tensor((batch, max_pages), "int32"),
         cache_seqlens: T.Tensor((batch,), "int32"),
-        O_part: T.Tensor((batch, heads, num_split, dim), accum),
-        LSE_part: T.Tensor((batch, heads, num_split), accum),
+        block_items: T.Tensor((num_blocks + 1,), "int32"),
+        item_batch: T.Tensor((max_items,), "int32"),
+        item_tiles: T.Tensor((max_items, 2), "int32"),
+        O_part: T.Tensor((max_items, heads, dim), accum),
+        LSE_part: T.Tensor((max_items, heads), accum),
     ):
-        with T.Kernel(T.ceildiv(heads, block_H), num_split, batch, threads=threads) as (hx, sp, b):
+        with T.Kernel(T.ceildiv(heads, block_H), num_blocks, threads=threads) as (hx, bid):
             Q_c = T.alloc_shared((block_H, dim), dtype)
             Q_pe = T.alloc_shared((block_H, pe_dim), dtype)
             KV_s = T.alloc_shared((block_N, dim), dtype)
@@ -69,55 +80,92 @@ def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_split, s
             denom = T.alloc_fragment((block_H,), accum)
             rescale = T.alloc_fragment((block_H,), accum)
 
-            seqlen = cache_seqlens[b]
-            n_tiles = T.ceildiv(seqlen, block_N)
-            per_split = T.ceildiv(n_tiles, num_split)
-            first = sp * per_split
-            count = T.max(T.min(per_split, n_tiles - first), 0)
+            for it in T.serial(block_items[bid], block_items[bid + 1]):
+                b = item_batch[it]
+                first = item_tiles[it, 0]
+                count = item_tiles[it, 1] - first
+                seqlen = cache_seqlens[b]
+                T.copy(Q[b, hx * block_H:(hx + 1) * block_H, 0:dim], Q_c)
+                T.copy(Q[b, hx * block_H:(hx + 1) * block_H, dim:dim + pe_dim], Q_pe)
+                T.clear(acc_o)
+                T.clear(denom)
+                T.fill(row_max, -T.infinity(accum))
 
-            T.copy(Q[b, hx * block_H:(hx + 1) * block_H, 0:dim], Q_c)
-            T.copy(Q[b, hx * block_H:(hx + 1) * block_H, dim:dim + pe_dim], Q_pe)
-            T.clear(acc_o)
-            T.clear(denom)
-            T.fill(row_max, -T.infinity(accum))
+                for t in T.Pipelined(count, num_stages=num_stages):
+                    # Tile first + t: block_N rows of one page.
+                    T.copy(KV[block_table[b, (first + t) * block_N // page_size],
+                              (first + t) * block_N % page_size:(first + t) * block_N % page_size + block_N,
+                              0, 0:dim], KV_s)
+                    T.copy(KV[block_table[b, (first + t) * block_N // page_size],
+                              (first + t) * block_N % page_size:(first + t) * block_N % page_size + block_N,
+                              0, dim:dim + pe_dim], K_pe)
+                    for i, j in T.Parallel(block_H, block_N):
+                        scores[i, j] = T.if_then_else((first + t) * block_N + j < seqlen, 0, -T.infinity(accum))
+                    T.gemm(Q_c, KV_s, scores, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
+                    T.gemm(Q_pe, K_pe, scores, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
+                    T.copy(row_max, row_max_prev)
+                    T.reduce_max(scores, row_max, dim=1, clear=False)
+                    for i in T.Parallel(block_H):
+                        rescale[i] = T.exp2((row_max_prev[i] - row_max[i]) * scale)
+                        denom[i] *= rescale[i]
+                    for i, j in T.Parallel(block_H, block_N):
+                        scores[i, j] = T.exp2(scores[i, j] * scale - row_max[i] * scale)
+                    T.reduce_sum(scores, denom, dim=1, clear=False)
+                    T.copy(scores, P_s[t % p_stages, :, :])
+                    for i, j in T.Parallel(block_H, dim):
+                        acc_o[i, j] *= rescale[i]
+                    T.gemm(P_s[t % p_stages, :, :], KV_s, acc_o, policy=T.GemmWarpPolicy.FullCol)
 
-            for t in T.Pipelined(count, num_stages=num_stages):
-                # Tile first + t: block_N rows of one page.
-                T.copy(KV[block_table[b, (first + t) * block_N // page_size],
-                          (first + t) * block_N % page_size:(first + t) * block_N % page_size + block_N,
-                          0, 0:dim], KV_s)
-                T.copy(KV[block_table[b, (first + t) * block_N // page_size],
-                          (first + t) * block_N % page_size:(first + t) * block_N % page_size + block_N,
-                          0, dim:dim + pe_dim], K_pe)
-                for i, j in T.Parallel(block_H, block_N):
-                    scores[i, j] = T.if_then_else((first + t) * block_N + j < seqlen, 0, -T.infinity(accum))
-                T.gemm(Q_c, KV_s, scores, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
-                T.gemm(Q_pe, K_pe, scores, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
-                T.copy(row_max, row_max_prev)
-                T.reduce_max(scores, row_max, dim=1, clear=False)
+                # An empty item (a split past a short sequence's end) writes O = 0 and
+                # lse = -inf: weight 0 when merged.
                 for i in T.Parallel(block_H):
-                    rescale[i] = T.exp2((row_max_prev[i] - row_max[i]) * scale)
-                    denom[i] *= rescale[i]
-                for i, j in T.Parallel(block_H, block_N):
-                    scores[i, j] = T.exp2(scores[i, j] * scale - row_max[i] * scale)
-                T.reduce_sum(scores, denom, dim=1, clear=False)
-                T.copy(scores, P_s[t % p_stages, :, :])
+                    rescale[i] = T.if_then_else(denom[i] > 0, 1.0 / denom[i], 0)
+                for i in T.Parallel(block_H):
+                    if hx * block_H + i < heads:
+                        LSE_part[it, hx * block_H + i] = T.if_then_else(
+                            denom[i] > 0, T.log2(denom[i]) + row_max[i] * scale, -T.infinity(accum))
                 for i, j in T.Parallel(block_H, dim):
-                    acc_o[i, j] *= rescale[i]
-                T.gemm(P_s[t % p_stages, :, :], KV_s, acc_o, policy=T.GemmWarpPolicy.FullCol)
-
-            # An empty split (short sequence) writes O = 0 and lse = -inf: weight 0 when merged.
-            for i in T.Parallel(block_H):
-                rescale[i] = T.if_then_else(denom[i] > 0, 1.0 / denom[i], 0)
-            for i in T.Parallel(block_H):
-                if hx * block_H + i < heads:
-                    LSE_part[b, hx * block_H + i, sp] = T.if_then_else(
-                        denom[i] > 0, T.log2(denom[i]) + row_max[i] * scale, -T.infinity(accum))
-            for i, j in T.Parallel(block_H, dim):
-                if hx * block_H + i < heads:
-                    O_part[b, hx * block_H + i, sp, j] = acc_o[i, j] * rescale[i]
+                    if hx * block_H + i < heads:
+                        O_part[it, hx * block_H + i, j] = acc_o[i, j] * rescale[i]
 
     return split
+
+
+def plan_work(seqlens, block_N, num_blocks, num_split="balanced", item_cost=1):
+    """The work list for cache lengths `seqlens` (host integers): block_items [num_blocks + 1],
+    item_batch, item_tiles [items, 2] (padded to batch + num_blocks items) and batch_items
+    [batch + 1] (sequence b's items are batch_items[b] .. batch_items[b + 1] - 1).
+    num_split = n: n equal shares of each sequence, one block each (num_blocks = batch * n).
+    "balanced": each block an equal share of all the tiles, each item counting item_cost
+    tiles more (its start and its partial output)."""
+    tiles = [-(-int(n) // block_N) for n in seqlens]
+    items, block_items, batch_items = [], [0], [0]
+    if num_split != "balanced":
+        for n in tiles:
+            per = -(-n // num_split)
+            for sp in range(num_split):
+                items.append((len(batch_items) - 1, min(sp * per, n), min((sp + 1) * per, n)))
+                block_items.append(len(items))
+            batch_items.append(len(items))
+    else:
+        quota = -(-(sum(tiles) + item_cost * len(tiles)) // num_blocks)
+        budget = quota
+        for b, n in enumerate(tiles):
+            t = 0
+            while t < n:
+                last_block = len(block_items) == num_blocks
+                take = n - t if last_block else min(n - t, max(budget - item_cost, 1))
+                items.append((b, t, t + take))
+                t, budget = t + take, budget - take - item_cost
+                if budget <= 0 and not last_block:  # the last block takes the rest
+                    block_items.append(len(items))
+                    budget = quota
+            batch_items.append(len(items))
+    block_items += [len(items)] * (num_blocks + 1 - len(block_items))
+    pad = len(seqlens) + num_blocks - len(items)
+    item_batch = np.array([i[0] for i in items] + [0] * pad, dtype=np.int32)
+    item_tiles = np.array([i[1:] for i in items] + [(0, 0)] * pad, dtype=np.int32).reshape(-1, 2)
+    return (np.array(block_items, dtype=np.int32), item_batch, item_tiles, np.array(batch_items, dtype=np.int32))
 
 
 def tile_config(target, heads):
@@ -137,26 +185,53 @@ def tile_config(target, heads):
     return dict(block_H=16, block_N=16, num_stages=1, threads=128)
 
 
+def default_blocks(target, head_tiles):
+    """Blocks of the balanced plan: one per SM and head tile on CUDA (all run at once)."""
+    if target.startswith("cuda"):
+        import torch
+        return max(1, torch.cuda.get_device_properties(0).multi_processor_count // head_tiles)
+    return 4
+
+
 class MLADecode:
     """The split and combine kernels for one problem size and target:
-    MLADecode(...)(q, kv_cache, block_table, cache_seqlens) returns O [batch, heads, 512]."""
+    MLADecode(...)(q, kv_cache, block_table, cache_seqlens[, work]) returns O [batch, heads, 512].
+    The work list comes from plan(cache_seqlens), once per decoding step for all its layers
+    (the lengths are read on the host), or is planned on each call."""
 
     def __init__(self, batch, heads, num_pages, page_size, max_pages, num_split=4, softmax_scale=None,
-                 dim=512, pe_dim=64, target="auto", dtype="float16", pass_configs=None, **tiles):
+                 dim=512, pe_dim=64, target="auto", dtype="float16", pass_configs=None, num_blocks=None, **tiles):
         self.target = resolve_target(target)
         tiles = {**tile_config(self.target, heads), **tiles}
-        tiles["block_N"] = min(tiles["block_N"], page_size)
+        tiles["block_N"] = self.block_N = min(tiles["block_N"], page_size)
         scale = (dim + pe_dim) ** -0.5 if softmax_scale is None else softmax_scale
+        self.num_split = num_split
+        if num_split == "balanced":
+            self.num_blocks = num_blocks or default_blocks(self.target, -(-heads // tiles["block_H"]))
+        else:
+            self.num_blocks = batch * num_split
+        max_items = batch + self.num_blocks
         self.split = tilelang.compile(
-            mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_split, scale, dim, pe_dim,
-                             dtype=dtype, **tiles), out_idx=[4, 5], target=self.target,
+            mla_decode_split(batch, heads, num_pages, page_size, max_pages, self.num_blocks, max_items, scale, dim,
+                             pe_dim, dtype=dtype, **tiles), out_idx=[7, 8], target=self.target,
             pass_configs=pass_configs or {})
-        self.combine = tilelang.compile(combine(batch, heads, num_split, dim, dtype=dtype), out_idx=[2],
+        self.combine = tilelang.compile(combine_items(batch, heads, max_items, dim, dtype=dtype), out_idx=[3],
                                         target=self.target)
 
-    def __call__(self, q, kv_cache, block_table, cache_seqlens):
-        o_part, lse_part = self.split(q, kv_cache, block_table, cache_seqlens)
-        return self.combine(o_part, lse_part)
+    def plan(self, cache_seqlens):
+        """The work list (plan_work) for these lengths, on the lengths' device."""
+        on_device = hasattr(cache_seqlens, "cpu")
+        lengths = cache_seqlens.cpu().numpy() if on_device else np.asarray(cache_seqlens)
+        work = plan_work(lengths, self.block_N, self.num_blocks, self.num_split)
+        if on_device:
+            import torch
+            work = tuple(torch.from_numpy(w).to(cache_seqlens.device) for w in work)
+        return work
+
+    def __call__(self, q, kv_cache, block_table, cache_seqlens, work=None):
+        block_items, item_batch, item_tiles, batch_items = work if work is not None else self.plan(cache_seqlens)
+        o_part, lse_part = self.split(q, kv_cache, block_table, cache_seqlens, block_items, item_batch, item_tiles)
+        return self.combine(o_part, lse_part, batch_items)
 
 
 def reference_numpy(q, kv_cache, block_table, cache_seqlens, softmax_scale, dim=512):
@@ -191,7 +266,8 @@ def main(argv=None):
     parser.add_argument("--seqlen", type=int, default=None,
                         help="longest cache (default 4096 on a GPU, 1024 else)")
     parser.add_argument("--page-size", type=int, default=64)
-    parser.add_argument("--num-split", type=int, default=4)
+    parser.add_argument("--num-split", default="4",
+                        help="shares of each sequence, a block each, or 'balanced' (equal shares of all the tiles)")
     parser.add_argument("--block-h", type=int, default=None, help="query heads per block (the target's default)")
     parser.add_argument("--block-n", type=int, default=None, help="cached rows per tile (the target's default)")
     parser.add_argument("--num-stages", type=int, default=None, help="tiles in flight (the target's default)")
@@ -209,7 +285,8 @@ def main(argv=None):
     num_pages = B * max_pages
     scale = 576 ** -0.5
     tiles = {k: v for k, v in (("block_H", args.block_h), ("block_N", args.block_n), ("num_stages", args.num_stages)) if v}
-    decode = MLADecode(B, H, num_pages, P, max_pages, args.num_split, scale, target=target, **tiles)
+    num_split = args.num_split if args.num_split == "balanced" else int(args.num_split)
+    decode = MLADecode(B, H, num_pages, P, max_pages, num_split, scale, target=target, **tiles)
     print(f"MLA decode: batch {B}, {H} heads, cache up to {S} in pages of {P}, {args.num_split} splits, "
           f"target {target}")
 
@@ -231,7 +308,8 @@ def main(argv=None):
     ok = bool(np.all(np.isfinite(out))) and err < 2e-2
     print(f"max abs error vs {'torch' if on_gpu else 'numpy'}: {err:.2e} {'PASS' if ok else 'FAIL'}")
 
-    ms = do_bench(lambda: decode(*args_in), warmup=3, rep=args.repeat)
+    work = decode.plan(args_in[3])  # once per decoding step
+    ms = do_bench(lambda: decode(*args_in, work), warmup=3, rep=args.repeat)
     kv_bytes = int(seqlens.sum()) * 576 * 2  # the cached rows read, float16
     flops = int(seqlens.sum()) * H * (576 + 512) * 2  # scores over 576 dims, output over 512
     print(f"time {ms:.3f} ms, KV read {kv_bytes / 1e6:.1f} MB: {kv_bytes / ms * 1e-6:.2f} GB/s, "

@@ -4,7 +4,8 @@ a sequence's splits merged by their share of the softmax mass,
     O = sum_s 2^(lse_s - lse) O_s,   lse = log2(sum_s 2^lse_s),
 
 from O_part [batch, heads, num_split, dim] and LSE_part [batch, heads, num_split]
-(float32, base-2 log-sum-exps; an empty split has lse -inf and weight 0).
+(float32, base-2 log-sum-exps; an empty split has lse -inf and weight 0), or (combine_items)
+from a list of work items, a sequence's items being a range of it.
 """
 
 import tilelang.language as T
@@ -38,6 +39,39 @@ def combine(batch, heads, num_split, dim, threads=128, dtype="float16"):
             for s in T.unroll(num_split):
                 for d in T.Parallel(dim):
                     out[d] += O_part[b, h, s, d] * (weight[s] / total)
+            T.copy(out, O[b, h, :])
+
+    return merge
+
+
+def combine_items(batch, heads, max_items, dim, threads=128, dtype="float16"):
+    """O[b, h] from the partial outputs O_part [item, heads, dim] and LSE_part [item, heads] of
+    sequence b's items batch_items[b] .. batch_items[b + 1] - 1."""
+    accum = "float32"
+
+    @T.prim_func
+    def merge(
+        O_part: T.Tensor((max_items, heads, dim), accum),
+        LSE_part: T.Tensor((max_items, heads), accum),
+        batch_items: T.Tensor((batch + 1,), "int32"),
+        O: T.Tensor((batch, heads, dim), dtype),
+    ):
+        with T.Kernel(heads, batch, threads=threads) as (h, b):
+            lse_max = T.alloc_var(accum)
+            total = T.alloc_var(accum)
+            weight = T.alloc_var(accum)
+            out = T.alloc_fragment((dim,), accum)
+            lse_max = -T.infinity(accum)
+            for i in T.serial(batch_items[b], batch_items[b + 1]):
+                lse_max = T.max(lse_max, LSE_part[i, h])
+            total = 0
+            for i in T.serial(batch_items[b], batch_items[b + 1]):
+                total += T.exp2(LSE_part[i, h] - lse_max)
+            T.clear(out)
+            for i in T.serial(batch_items[b], batch_items[b + 1]):
+                weight = T.exp2(LSE_part[i, h] - lse_max) / total
+                for d in T.Parallel(dim):
+                    out[d] += O_part[i, h, d] * weight
             T.copy(out, O[b, h, :])
 
     return merge

@@ -151,6 +151,9 @@ def _mla_reference(q, kv_cache, block_table, seqlens, scale):
         pytest.param(16, 32, [250, 33], 3, id="page32-three-splits"),
         # 8 heads: a partly filled head tile; 20 positions: empty splits.
         pytest.param(8, 64, [130, 20], 4, id="page64-four-splits"),
+        # Equal shares of all 12 + 1 tiles over 5 blocks: sequences cut mid-way, a block
+        # with items of two sequences.
+        pytest.param(16, 16, [150, 40], "balanced", id="page16-balanced"),
     ],
 )
 def test_mla_decode(target, rng, heads, page_size, seqlens, num_split):
@@ -160,9 +163,34 @@ def test_mla_decode(target, rng, heads, page_size, seqlens, num_split):
     q = _f16(rng, (B, heads, 576))
     seqlens = np.array(seqlens, dtype=np.int32)
     decode = mla_decode.MLADecode(B, heads, kv_cache.shape[0], page_size, block_table.shape[1], num_split,
-                                  softmax_scale=scale, target=target)
+                                  softmax_scale=scale, target=target, num_blocks=5)
     out = decode(q, kv_cache, block_table, seqlens)
     _check(out, _mla_reference(q, kv_cache, block_table, seqlens, scale))
+
+
+@pytest.mark.parametrize("num_split", ["balanced", 3])
+@pytest.mark.parametrize("num_blocks", [1, 7, 132])
+def test_mla_work_plan(rng, num_split, num_blocks):
+    """Every tile of every sequence in exactly one item, a sequence's items consecutive and in
+    order, each block's items a range; balanced: no block's share (tiles plus one a item)
+    above the even share by more than an item's cost plus one tile."""
+    seqlens = rng.integers(1, 3000, size=37)
+    blocks = num_blocks if num_split == "balanced" else 37 * num_split
+    block_items, item_batch, item_tiles, batch_items = mla_decode.plan_work(seqlens, 64, blocks, num_split)
+    n_items = batch_items[-1]
+    assert block_items[0] == 0 and block_items[-1] == n_items and np.all(np.diff(block_items) >= 0)
+    assert len(block_items) == blocks + 1 and len(item_batch) == len(seqlens) + blocks
+    for b, n in enumerate(seqlens):
+        items = range(batch_items[b], batch_items[b + 1])
+        assert all(item_batch[i] == b for i in items)
+        edges = [item_tiles[i] for i in items]
+        assert edges[0][0] == 0 and edges[-1][1] == -(-n // 64)
+        assert all(x[1] == y[0] for x, y in zip(edges, edges[1:]))
+    if num_split == "balanced":
+        cost = [sum(int(item_tiles[i, 1] - item_tiles[i, 0]) + 1 for i in range(block_items[k], block_items[k + 1]))
+                for k in range(blocks)]
+        even = -(-(sum(-(-int(n) // 64) for n in seqlens) + len(seqlens)) // blocks)
+        assert max(cost[:-1], default=0) <= even + 2, (max(cost), even)
 
 
 # ---------------------------------------------------------------------------
@@ -221,11 +249,11 @@ def test_sparse_mla(target, rng, seq_q, seq_kv, heads, topk, block_I):
 CUDA_CASES = {
     "gqa_split": lambda: gqa_decode.gqa_decode_split(8, 32, 8, 8192, 128, 4, **gqa_decode.tile_config("cuda")),
     "gqa_combine": lambda: gqa_decode.combine(8, 32, 4, 128),
-    "mla_split": lambda: mla_decode.mla_decode_split(64, 128, 4096, 64, 64, 4, 576 ** -0.5,
+    "mla_split": lambda: mla_decode.mla_decode_split(64, 128, 4096, 64, 64, 66, 64 + 66, 576 ** -0.5,
                                                      **mla_decode.tile_config("cuda", 128)),
-    "mla_split_16_heads": lambda: mla_decode.mla_decode_split(128, 16, 8192, 64, 64, 4, 576 ** -0.5,
+    "mla_split_16_heads": lambda: mla_decode.mla_decode_split(128, 16, 8192, 64, 64, 132, 128 + 132, 576 ** -0.5,
                                                               **mla_decode.tile_config("cuda", 16)),
-    "mla_combine": lambda: mla_decode.combine(64, 16, 4, 512),
+    "mla_combine": lambda: mla_decode.combine_items(64, 16, 64 + 132, 512),
     "sparse_mla": lambda: sparse_mla.sparse_mla_fwd(1, 1024, 8192, 128, 2048, 576 ** -0.5,
                                                     **sparse_mla.tile_config("cuda")),
 }
@@ -259,6 +287,6 @@ def test_cuda_source_compiles(case):
         consumers = 128 if case == "mla_split_16_heads" else 256  # the producer warpgroup follows them
         producer = source[source.index(f"if (tx == {consumers})"):]
         read = producer.index("block_table[")
-        assert read < producer.index("tl::mbarrier_wait(") and producer.count("block_table[") == 1
+        assert read < producer.index("tl::mbarrier_wait(&pipeline_mbar") and producer.count("block_table[") == 1
     if case == "gqa_split":
         assert "pipelined by a TMA producer warpgroup" in lowered.lowering_report()
