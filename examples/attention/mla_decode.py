@@ -148,18 +148,20 @@ def plan_work(seqlens, block_N, num_blocks, num_split="balanced", item_cost=1):
                 block_items.append(len(items))
             batch_items.append(len(items))
     else:
-        quota = -(-(sum(tiles) + item_cost * len(tiles)) // num_blocks)
+        # Every block boundary inside a sequence adds an item: at most batch + num_blocks - 1.
+        quota = -(-(sum(tiles) + item_cost * (len(tiles) + num_blocks - 1)) // num_blocks)
         budget = quota
         for b, n in enumerate(tiles):
             t = 0
             while t < n:
-                last_block = len(block_items) == num_blocks
+                last_block = len(block_items) == num_blocks  # it takes the rest
+                if not last_block and budget <= item_cost and budget < quota:  # not a tile more: next block
+                    block_items.append(len(items))
+                    budget = quota
+                    continue
                 take = n - t if last_block else min(n - t, max(budget - item_cost, 1))
                 items.append((b, t, t + take))
                 t, budget = t + take, budget - take - item_cost
-                if budget <= 0 and not last_block:  # the last block takes the rest
-                    block_items.append(len(items))
-                    budget = quota
             batch_items.append(len(items))
     block_items += [len(items)] * (num_blocks + 1 - len(block_items))
     pad = len(seqlens) + num_blocks - len(items)
