@@ -1,5 +1,7 @@
 #include "transform/inject_software_pipeline.h"
 
+#include "transform/add_stage.h"
+
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -172,50 +174,6 @@ Stmt read_coordinates_early(const Stmt& s, const std::unordered_set<const Buffer
     }
   return changed ? std::make_shared<TileOpNode>(op->op, regions, op->args, op->attrs, op->span) : s;
 }
-
-class AddStage : public IRMutator {
- public:
-  AddStage(const std::unordered_map<const BufferNode*, Buffer>& staged, Expr slot) : staged_(staged), slot_(slot) {}
-
- protected:
-  Expr mutate_load(const Expr& e, const BufferLoadNode* n) override {
-    Expr m = IRMutator::mutate_load(e, n);
-    auto* l = as<BufferLoadNode>(m);
-    auto it = staged_.find(l->buffer.get());
-    if (it == staged_.end()) return m;
-    std::vector<Expr> idx = {slot_};
-    idx.insert(idx.end(), l->indices.begin(), l->indices.end());
-    return std::make_shared<BufferLoadNode>(l->dtype, it->second, idx, l->span);
-  }
-  Stmt mutate_store(const Stmt& s, const BufferStoreNode* n) override {
-    Stmt m = IRMutator::mutate_store(s, n);
-    auto* st = as<BufferStoreNode>(m);
-    auto it = staged_.find(st->buffer.get());
-    if (it == staged_.end()) return m;
-    std::vector<Expr> idx = {slot_};
-    idx.insert(idx.end(), st->indices.begin(), st->indices.end());
-    return std::make_shared<BufferStoreNode>(it->second, st->value, idx, st->span);
-  }
-  Stmt mutate_tile_op(const Stmt& s, const TileOpNode* n) override {
-    Stmt m = IRMutator::mutate_tile_op(s, n);
-    auto* t = as<TileOpNode>(m);
-    std::vector<BufferRegion> regions = t->regions;
-    bool changed = false;
-    for (auto& r : regions) {
-      auto it = staged_.find(r.buffer.get());
-      if (it == staged_.end()) continue;
-      r.buffer = it->second;
-      r.ranges.insert(r.ranges.begin(), Range{slot_, c(1)});
-      changed = true;
-    }
-    if (!changed) return m;
-    return std::make_shared<TileOpNode>(t->op, regions, t->args, t->attrs, t->span);
-  }
-
- private:
-  const std::unordered_map<const BufferNode*, Buffer>& staged_;
-  Expr slot_;
-};
 
 class SoftwarePipeline : public IRMutator {
  public:

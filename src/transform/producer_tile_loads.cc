@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "ir/op.h"
 #include "op/copy_tma.h"
 #include "op/region.h"
+#include "transform/add_stage.h"
 
 namespace tl {
 namespace {
@@ -81,7 +83,32 @@ class TileLoads : public IRMutator {
     }
     if (copies_.empty()) return s;
     Span sp = n->span;
-    bars_ = make_buffer("tile_mbar", DataType::UInt(64), {c(2)}, scope::kSharedDyn, sp);
+    // Where the loop runs again and the shared memory allows, the tiles get two buffers: the
+    // producer loads the next run's while the consumers still read this run's, and the next
+    // run's first stages of the pipeline need not wait for this run's release.
+    int64_t bytes = 0, extra = 0;
+    struct Shared : IRVisitor {
+      int64_t* bytes;
+      using IRVisitor::visit;
+      void visit_allocate(const AllocateNode* a) override {
+        if (a->buffer->is_shared() && a->buffer->const_size() > 0)
+          *bytes += a->buffer->const_size() * a->buffer->dtype.bytes();
+        IRVisitor::visit_allocate(a);
+      }
+    } shared;
+    shared.bytes = &bytes;
+    shared.visit(n->body);
+    for (auto& st : copies_) extra += tma_load_bytes(*as<TileOpNode>(st));
+    const int64_t slack = 2048;  // mbarriers, alignment
+    stages_ = repeated_ && bytes + extra + slack <= target_.max_shared_bytes ? 2 : 1;
+    if (stages_ == 2)
+      for (auto& st : copies_) {
+        const Buffer& dst = as<TileOpNode>(st)->regions[1].buffer;
+        std::vector<Expr> shape = {c(2)};
+        shape.insert(shape.end(), dst->shape.begin(), dst->shape.end());
+        staged_[dst.get()] = make_buffer(dst->name, dst->dtype, shape, dst->scope, dst->span);
+      }
+    bars_ = make_buffer("tile_mbar", DataType::UInt(64), {c(2 * stages_)}, scope::kSharedDyn, sp);
     if (repeated_) counter_ = make_buffer("tile_iter", DataType::Int(32), {c(1)}, scope::kLocalVar, sp);
     consumers_ = n->num_threads();
     Stmt body = mutate(n->body);
@@ -94,8 +121,10 @@ class TileLoads : public IRMutator {
       auto* op = as<TileOpNode>(st);
       report.push_back(st->span.str() + ": T.copy into " + op->regions[1].buffer->name +
                        " by TMA from the pipeline's producer, on an mbarrier of its own" +
-                       (repeated_ ? " (the next one once the pipelined loop of the last one has finished)"
-                                  : " (overlapping the pipeline's first loads)"));
+                       (!repeated_       ? " (overlapping the pipeline's first loads)"
+                        : stages_ == 2   ? " into 2 buffers (the next run's while the loop reads this run's)"
+                                         : " (the next run's once the loop of this one has finished: no room for "
+                                           "a second buffer)"));
     }
     return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, n->threads, body, n->span, n->cluster);
   }
@@ -111,7 +140,7 @@ class TileLoads : public IRMutator {
       if (st == loop_) {
         changed = true;
         out.push_back(before_loop(st->span));
-        out.push_back(st);
+        out.push_back(stages_ == 2 ? AddStage(staged_, slot(st->span)).mutate(st) : st);
         if (repeated_) out.push_back(after_loop(st->span));
         continue;
       }
@@ -122,15 +151,24 @@ class TileLoads : public IRMutator {
     return changed ? make_seq(out, n->span) : s;
   }
 
+  Stmt mutate_allocate(const Stmt& s, const AllocateNode* n) override {
+    Stmt body = mutate(n->body);
+    auto it = staged_.find(n->buffer.get());
+    if (it != staged_.end()) return std::make_shared<AllocateNode>(it->second, body, n->attrs, n->span);
+    return body == n->body ? s : std::make_shared<AllocateNode>(n->buffer, body, n->attrs, n->span);
+  }
+
   Stmt mutate_if(const Stmt& s, const IfThenElseNode* n) override {
     // The one thread that initialises the pipeline's mbarriers initialises these too.
     if (!init_done_ && !n->else_case && initialises_barriers(n->then_case)) {
       init_done_ = true;
       Span sp = n->span;
-      Stmt init = make_seq({n->then_case, call_stmt("mbarrier_init", {bar(0, sp), c(1)}, sp),
-                            call_stmt("mbarrier_init", {bar(1, sp), c(consumers_)}, sp)},
-                           sp);
-      return std::make_shared<IfThenElseNode>(n->cond, init, nullptr, sp);
+      std::vector<Stmt> init = {n->then_case};
+      for (int64_t k = 0; k < stages_; ++k) {
+        init.push_back(call_stmt("mbarrier_init", {bar(k, sp), c(1)}, sp));
+        init.push_back(call_stmt("mbarrier_init", {bar(stages_ + k, sp), c(consumers_)}, sp));
+      }
+      return std::make_shared<IfThenElseNode>(n->cond, make_seq(init, sp), nullptr, sp);
     }
     return IRMutator::mutate_if(s, n);
   }
@@ -202,33 +240,40 @@ class TileLoads : public IRMutator {
 
   Expr bar(int64_t k, Span sp) const { return make_load(bars_, {c(k)}, sp); }
   Expr count(Span sp) const { return make_load(counter_, {c(0)}, sp); }
+  // The run's buffer and the phase of its barriers: run i uses slot i % stages, round i / stages.
+  Expr slot(Span sp) const { return floormod(count(sp), c(stages_), sp); }
+  Expr round(Span sp) const { return floordiv(count(sp), c(stages_), sp); }
+  Expr full(Span sp) const { return stages_ == 2 ? make_load(bars_, {slot(sp)}, sp) : bar(0, sp); }
+  Expr empty(Span sp) const { return stages_ == 2 ? make_load(bars_, {add(slot(sp), c(2), sp)}, sp) : bar(1, sp); }
 
-  // The producer: once the consumers have released the tiles of the run before, the bytes
-  // of every copy on the full barrier and the copies; the consumers: wait for them.
+  // The producer: once the consumers have released the buffer's last tiles, the bytes of
+  // every copy on the full barrier and the copies; the consumers: wait for them.
   Stmt before_loop(Span sp) const {
     std::vector<Stmt> produce;
     if (repeated_)
       produce.push_back(std::make_shared<IfThenElseNode>(
-          binary(BinaryOp::GE, count(sp), c(1), sp),
-          call_stmt("mbarrier_wait", {bar(1, sp), floormod(add(count(sp), c(1), sp), c(2), sp)}, sp), nullptr, sp));
+          binary(BinaryOp::GE, count(sp), c(stages_), sp),
+          call_stmt("mbarrier_wait", {empty(sp), floormod(add(round(sp), c(1), sp), c(2), sp)}, sp), nullptr, sp));
     int64_t bytes = 0;
     for (auto& st : copies_) bytes += tma_load_bytes(*as<TileOpNode>(st));
-    produce.push_back(call_stmt("mbarrier_arrive_expect_tx", {bar(0, sp), c(bytes)}, sp));
+    Expr full_bar = repeated_ ? full(sp) : bar(0, sp);
+    produce.push_back(call_stmt("mbarrier_arrive_expect_tx", {full_bar, c(bytes)}, sp));
     for (auto& st : copies_) {
       auto* op = as<TileOpNode>(st);
       Attrs attrs = op->attrs;
       attrs["tma"] = int64_t(1);
-      produce.push_back(std::make_shared<TileOpNode>(op->op, op->regions, std::vector<Expr>{bar(0, sp)}, attrs, op->span));
+      Stmt copy = std::make_shared<TileOpNode>(op->op, op->regions, std::vector<Expr>{full_bar}, attrs, op->span);
+      produce.push_back(stages_ == 2 ? AddStage(staged_, slot(sp)).mutate(copy) : copy);
     }
-    Expr parity = repeated_ ? floormod(count(sp), c(2), sp) : c(0);
-    return make_seq({role(1, make_seq(produce, sp), sp), role(0, call_stmt("mbarrier_wait", {bar(0, sp), parity}, sp), sp)},
+    Expr parity = repeated_ ? floormod(round(sp), c(2), sp) : c(0);
+    return make_seq({role(1, make_seq(produce, sp), sp), role(0, call_stmt("mbarrier_wait", {full_bar, parity}, sp), sp)},
                     sp);
   }
 
   // After the loop (whose products have all completed) the consumers release the tiles.
   Stmt after_loop(Span sp) const {
     Stmt next = std::make_shared<BufferStoreNode>(counter_, add(count(sp), c(1), sp), std::vector<Expr>{c(0)}, sp);
-    return make_seq({role(0, call_stmt("mbarrier_arrive", {bar(1, sp)}, sp), sp), next}, sp);
+    return make_seq({role(0, call_stmt("mbarrier_arrive", {empty(sp)}, sp), sp), next}, sp);
   }
 
   const Target& target_;
@@ -236,6 +281,8 @@ class TileLoads : public IRMutator {
   std::vector<Stmt> copies_;
   bool repeated_ = false, init_done_ = false;
   Buffer bars_, counter_;
+  int64_t stages_ = 1;
+  std::unordered_map<const BufferNode*, Buffer> staged_;  // the tiles' buffers with two stages
   const BufferNode* pipeline_bars_ = nullptr;
   int64_t consumers_ = 0;
 };

@@ -28,20 +28,26 @@ def test_the_query_tile_comes_from_the_producer(persistent):
     producer = source[source.index("tl::set_max_nreg<40"):]
     consumer = source[source.index("tl::set_max_nreg<232"):source.index("tl::set_max_nreg<40")]
     # One TMA load per 64-column panel of the 128 x 128 tile, on the tiles' full barrier.
-    assert producer.count("&tile_mbar[0], ") == 2 + 1, producer  # the loads and expect_tx
-    assert "tl::mbarrier_arrive_expect_tx(&tile_mbar[0], 32768u);" in producer
+    full = "&tile_mbar[tl::floormod(tile_iter, 2)]" if persistent else "&tile_mbar[0]"
+    assert producer.count(full + ", ") == 2 + 1, producer  # the loads and expect_tx
+    assert f"tl::mbarrier_arrive_expect_tx({full}, 32768u);" in producer
     assert "*>(&Q_shared[" not in consumer  # no thread stores into the tile
-    assert "tl::mbarrier_wait(&tile_mbar[0]" in consumer
+    assert f"tl::mbarrier_wait({full}" in consumer
     if persistent:
-        # The next item's tile waits for the consumers' release of the last one.
-        assert "tl::mbarrier_wait(&tile_mbar[1], (uint32_t)tl::floormod(tile_iter + 1, 2));" in producer
-        assert "tl::mbarrier_arrive(&tile_mbar[1]);" in consumer
-        assert consumer.index("tl::mbarrier_arrive(&tile_mbar[1]);") > consumer.index("for (int32_t k = 0")
+        # Two buffers: run i loads into buffer i % 2 once the consumers have released the
+        # run before last (i - 2) from it, and they wait for phase i / 2 of its full barrier.
+        assert "tl::mbarrier_wait(&tile_mbar[tl::floormod(tile_iter, 2) + 2], " \
+               "(uint32_t)tl::floormod(tl::floordiv(tile_iter, 2) + 1, 2));" in producer
+        assert "&Q_shared_1[tl::floormod(tile_iter, 2) * 16384]" in producer
+        assert "tl::mbarrier_wait(&tile_mbar[tl::floormod(tile_iter, 2)], " \
+               "(uint32_t)tl::floormod(tl::floordiv(tile_iter, 2), 2));" in consumer
+        release = "tl::mbarrier_arrive(&tile_mbar[tl::floormod(tile_iter, 2) + 2]);"
+        assert consumer.index(release) > consumer.index("for (int32_t k = 0")
     else:
         assert "tile_mbar[1]" not in producer + consumer  # one load: nothing to release
     # No block-wide barrier publishes the tile any more: the mbarrier does.
     loop = consumer.index("for (int32_t k = 0")
-    assert "named_barrier_sync" not in consumer[consumer.index("tl::mbarrier_wait(&tile_mbar[0]"):loop]
+    assert "named_barrier_sync" not in consumer[consumer.index("tl::mbarrier_wait(&tile_mbar["):loop]
 
 
 def test_the_switch_keeps_the_consumers_copy():
@@ -95,3 +101,19 @@ def test_attention_numerics(target, rng, causal, persistent):
     ref = _attention_reference(q, k, v, causal)
     rel = np.linalg.norm(out - ref) / np.linalg.norm(ref)
     assert rel < 1e-3, rel
+
+
+def test_one_buffer_where_two_do_not_fit():
+    """MLA's split kernel for 128 heads (64-row tiles): a second buffer of its query tiles
+    would pass the shared memory, so the producer loads the next item's once the consumers
+    release the last one (after the loop)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "attention"))
+    import mla_decode
+    func = mla_decode.mla_decode_split(64, 128, 4096, 64, 64, 66, 64 + 66, 576 ** -0.5,
+                                       **mla_decode.tile_config("cuda", 128))
+    lowered = _C.lower(func.handle, SM90)
+    report = lowered.lowering_report()
+    assert report.count("no room for a second buffer") == 2, report  # Q_c and Q_pe
+    source = _C.codegen(lowered, SM90)
+    assert "tl::mbarrier_wait(&tile_mbar[1], (uint32_t)tl::floormod(tile_iter + 1, 2));" in source
+    assert "tl::mbarrier_arrive(&tile_mbar[1]);" in source
