@@ -90,31 +90,6 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
             acc_o[i, j] /= denom[i]
         T.copy(acc_o, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
 
-    if persistent:
-        @T.prim_func
-        def main(
-            Q: T.Tensor(shape, dtype),
-            K: T.Tensor(shape, dtype),
-            V: T.Tensor(shape, dtype),
-            Output: T.Tensor(shape, dtype),
-        ):
-            with T.Kernel(persistent, threads=threads) as block_id:
-                Q_shared = T.alloc_shared((block_M, dim), dtype)
-                K_shared = T.alloc_shared((block_N, dim), dtype)
-                V_shared = T.alloc_shared((block_N, dim), dtype)
-                scores = T.alloc_fragment((block_M, block_N), accum_dtype)
-                probs = T.alloc_fragment((block_M, block_N), dtype)
-                acc_o = T.alloc_fragment((block_M, dim), accum_dtype)
-                row_max = T.alloc_fragment((block_M,), accum_dtype)
-                row_max_prev = T.alloc_fragment((block_M,), accum_dtype)
-                rescale = T.alloc_fragment((block_M,), accum_dtype)
-                tile_sum = T.alloc_fragment((block_M,), accum_dtype)
-                denom = T.alloc_fragment((block_M,), accum_dtype)
-                for bz, by, g in T.Persistent([batch, heads, q_tiles], persistent, block_id, q_tiles):
-                    attend(Q, K, V, Output, q_tiles - 1 - g if is_causal else g, by, bz,
-                           Q_shared, K_shared, V_shared, scores, probs, acc_o, row_max, row_max_prev, rescale, tile_sum, denom)
-        return main
-
     @T.prim_func
     def main(
         Q: T.Tensor(shape, dtype),
@@ -122,17 +97,7 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
         V: T.Tensor(shape, dtype),
         Output: T.Tensor(shape, dtype),
     ):
-        with T.Kernel(*grid, threads=threads) as (g0, g1, g2):
-            bx = q_tiles - 1 - g2 if longest_first else (q_tiles - 1 - g0 if is_causal else g0)
-            by = g0 if longest_first else g1
-            bz = g1 if longest_first else g2
-            if is_causal and tile_order == "head_groups":
-                t = g0 + q_tiles * (g1 + heads * g2)  # the block's place in launch order
-                r = t % (group * q_tiles)
-                pair = t // (group * q_tiles) * group + r % group
-                bx = q_tiles - 1 - r // group
-                by = pair % heads
-                bz = pair // heads
+        with T.Kernel(*((persistent,) if persistent else grid), threads=threads) as ids:
             Q_shared = T.alloc_shared((block_M, dim), dtype)
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
@@ -144,6 +109,23 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
             rescale = T.alloc_fragment((block_M,), accum_dtype)
             tile_sum = T.alloc_fragment((block_M,), accum_dtype)
             denom = T.alloc_fragment((block_M,), accum_dtype)
-            attend(Q, K, V, Output, bx, by, bz, Q_shared, K_shared, V_shared, scores, probs, acc_o, row_max, row_max_prev, rescale, tile_sum, denom)
+            buffers = (Q_shared, K_shared, V_shared, scores, probs, acc_o, row_max, row_max_prev, rescale, tile_sum,
+                       denom)
+            if persistent:
+                for bz, by, g in T.Persistent([batch, heads, q_tiles], persistent, ids, q_tiles):
+                    attend(Q, K, V, Output, q_tiles - 1 - g if is_causal else g, by, bz, *buffers)
+            else:
+                g0, g1, g2 = ids
+                bx = q_tiles - 1 - g2 if longest_first else (q_tiles - 1 - g0 if is_causal else g0)
+                by = g0 if longest_first else g1
+                bz = g1 if longest_first else g2
+                if is_causal and tile_order == "head_groups":
+                    t = g0 + q_tiles * (g1 + heads * g2)  # the block's place in launch order
+                    r = t % (group * q_tiles)
+                    pair = t // (group * q_tiles) * group + r % group
+                    bx = q_tiles - 1 - r // group
+                    by = pair % heads
+                    bz = pair // heads
+                attend(Q, K, V, Output, bx, by, bz, *buffers)
 
     return main
