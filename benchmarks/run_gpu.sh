@@ -69,7 +69,7 @@ fi
 mla_variants() {
   echo "== decode: MLA variants (GB/s of cached rows, beside the device copy bandwidth)"
   MLA_VARIANTS=${MLA_VARIANTS:-'{"default": {}, "16x64 256 threads": {"block_H": 16, "threads": 256}}'}
-  timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/mla_variants.py --variants "$MLA_VARIANTS" --splits 2 4 2>&1 \
+  timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/mla_variants.py --variants "$MLA_VARIANTS" --splits 4 balanced 2>&1 \
     | grep -v -e Warning -e "return JITKernel" | tee "$LOGS/mla_variants.txt"
 }
 # Upstream's MLA decode examples, unchanged, run by ours and by upstream TileLang in turn
