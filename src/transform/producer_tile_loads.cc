@@ -59,6 +59,12 @@ class TileLoads : public IRMutator {
   Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
     std::vector<Stmt> path;
     if (!path_to_ws_loop(n->body, path)) return s;
+    // Nothing carries over from another kernel of the function.
+    copies_.clear();
+    staged_.clear();
+    init_done_ = false;
+    counter_ = nullptr;
+    pipeline_bars_ = nullptr;
     loop_ = path.back();
     // The pipeline's own mbarriers (whose initialisation gains these tiles' pair).
     for_each_expr(loop_, [&](const ExprNode* e) {
