@@ -126,11 +126,11 @@ class TileLoads : public IRMutator {
     for (auto& st : copies_) {
       auto* op = as<TileOpNode>(st);
       report.push_back(st->span.str() + ": T.copy into " + op->regions[1].buffer->name +
-                       " by TMA from the pipeline's producer, on an mbarrier of its own" +
-                       (!repeated_       ? " (overlapping the pipeline's first loads)"
-                        : stages_ == 2   ? " into 2 buffers (the next run's while the loop reads this run's)"
-                                         : " (the next run's once the loop of this one has finished: no room for "
-                                           "a second buffer)"));
+                       " by TMA from the pipeline's producer, on mbarriers of its own" +
+                       (!repeated_     ? " (overlapping the pipeline's first loads)"
+                        : stages_ == 2 ? ", in 2 buffers (the next run's tile loads while the loop reads this run's)"
+                                       : " (the next run's tile loads once this run's loop has finished: no room "
+                                         "for a second buffer)"));
     }
     return std::make_shared<KernelNode>(n->block_vars, n->grid, n->thread_vars, n->threads, body, n->span, n->cluster);
   }
