@@ -176,7 +176,16 @@ class Checker : public IRVisitor {
   }
 
   void visit_for(const ForNode* n) override {
-    if (!n->attrs.count("ws_pipeline")) return IRVisitor::visit_for(n);
+    if (!n->attrs.count("ws_pipeline")) {
+      // An enclosing loop's variable takes the values of its range (the trip counts tried
+      // stay within what the code was simplified for: a pipeline of `i` iterations inside
+      // `for i in range(2)` runs at most once).
+      arith::ConstIntBound lo = analyzer_.const_int_bound(n->min), ext = analyzer_.const_int_bound(n->extent);
+      if (ext.max >= 1 && ext.max < arith::ConstIntBound::kPosInf && lo.min > arith::ConstIntBound::kNegInf &&
+          lo.max < arith::ConstIntBound::kPosInf)
+        analyzer_.bind(n->var.get(), arith::ConstIntBound{lo.min, lo.max + ext.max - 1});
+      return IRVisitor::visit_for(n);
+    }
     Role r;
     r.loop = n;
     r.threads = threads_;

@@ -150,7 +150,7 @@ class Specialize : public IRMutator {
 
  protected:
   Stmt mutate_kernel(const Stmt& s, const KernelNode* n) override {
-    if (!contains_ws_loop(n->body)) return s;
+    if (!contains_ws_loop(n->body)) return without_roles(s);
     threads_ = n->num_threads();
     tx_ = n->thread_vars.at(0);
     // Registers: the producer keeps 40, the consumers share the rest (at most 240 each). Where
@@ -198,6 +198,17 @@ class Specialize : public IRMutator {
   }
 
  private:
+  // A pipelined loop that never runs (simplified away) leaves the role branches of its
+  // tiles' loads (producer_tile_loads): nothing reads those tiles, so they go.
+  static Stmt without_roles(const Stmt& s) {
+    struct Strip : IRMutator {
+      Stmt mutate_if(const Stmt& st, const IfThenElseNode* n) override {
+        return role_of(st) >= 0 ? make_seq({}, n->span) : IRMutator::mutate_if(st, n);
+      }
+    } strip;
+    return strip.mutate(s);
+  }
+
   static bool contains_ws_loop(const Stmt& s) {
     bool found = false;
     struct V : IRVisitor {

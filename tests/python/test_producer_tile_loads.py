@@ -117,3 +117,20 @@ def test_one_buffer_where_two_do_not_fit():
     source = _C.codegen(lowered, SM90)
     assert "tl::mbarrier_wait(&tile_mbar[1], (uint32_t)tl::floormod(tile_iter + 1, 2));" in source
     assert "tl::mbarrier_arrive(&tile_mbar[1]);" in source
+
+
+@pytest.mark.parametrize("params", [
+    # One item whose loop has 0 iterations: the loop is simplified away, and so are the
+    # role branches of its tile's load.
+    dict(items=1, blocks=3, t0=0, shift=0, block_M=32, block_N=64, block_K=32, num_stages=2, threads=128,
+         dtype="float32"),
+    # Loops of i iterations for i in range(2), 3 stages: the barrier check tries the trip
+    # counts the code was simplified for (at most 1), not 2.
+    dict(items=2, blocks=1, t0=0, shift=0, block_M=32, block_N=64, block_K=16, num_stages=3, threads=256,
+         dtype="float16"),
+], ids=["loop-never-runs", "loop-runs-at-most-once"])
+def test_run_tiles_cases_compile(params):
+    """Cases the differential fuzzer's run_tiles template found (compile errors, not wrong code)."""
+    from fuzz.templates import TEMPLATES
+    lowered = _C.lower(TEMPLATES["run_tiles"].kernel(params).handle, SM90)
+    assert "ws_role" not in _C.codegen(lowered, SM90)

@@ -870,6 +870,67 @@ class StageBuffers:
         return 1e-5, 1e-5 * p["n"]
 
 
+# ---------------------------------------------------------------------------- tiles loaded once a run
+
+class RunTiles:
+    """Work items taken in turn by B blocks (a persistent kernel): each item's tile X_i is
+    copied once, then a pipelined loop of item-dependent length multiplies it by W's tiles:
+    Out_i = X_i @ (W_0 + ... + W_{n_i - 1}), n_i = (i + shift) % 3 + t0 (0 for some items).
+    On sm_90a the item's tile comes from the TMA producer (producer_tile_loads), in one or
+    two buffers; elsewhere it is the threads' own copy."""
+    name = "run_tiles"
+
+    def draw(self, rng, target):
+        return dict(items=int(rng.integers(1, 8)), blocks=pick(rng, [1, 2, 3]), t0=pick(rng, [0, 1, 2]),
+                    shift=int(rng.integers(0, 3)), block_M=pick(rng, [16, 32, 64]), block_N=pick(rng, [16, 32, 64]),
+                    block_K=pick(rng, [16, 32, 64]), num_stages=pick(rng, [1, 2, 3]), threads=pick(rng, [128, 256]),
+                    dtype=dtype_for(rng, target, ["float16", "float16", "float32"]))
+
+    @staticmethod
+    def trips(p, i):
+        return (i + p["shift"]) % 3 + p["t0"]
+
+    def kernel(self, p):
+        n, B, bm, bn, bk, dtype = p["items"], p["blocks"], p["block_M"], p["block_N"], p["block_K"], p["dtype"]
+        most = max(self.trips(p, i) for i in range(n))
+        t0, shift = p["t0"], p["shift"]
+
+        @T.prim_func
+        def run_tiles(X: T.Tensor((n * bm, bk), dtype), W: T.Tensor((max(most, 1) * bk, bn), dtype),
+                      Out: T.Tensor((n * bm, bn), "float32")):
+            with T.Kernel(B, threads=p["threads"]) as bid:
+                x = T.alloc_shared((bm, bk), dtype)
+                w = T.alloc_shared((bk, bn), dtype)
+                acc = T.alloc_fragment((bm, bn), "float32")
+                for i in T.Persistent([n], B, bid, 1):
+                    T.copy(X[i * bm, 0], x)
+                    T.clear(acc)
+                    for k in T.Pipelined((i + shift) % 3 + t0, num_stages=p["num_stages"]):
+                        T.copy(W[k * bk, 0], w)
+                        T.gemm(x, w, acc)
+                    T.copy(acc, Out[i * bm, 0])
+
+        return run_tiles
+
+    def arguments(self, p, rng):
+        n, bm, bn, bk = p["items"], p["block_M"], p["block_N"], p["block_K"]
+        most = max(self.trips(p, i) for i in range(n))
+        return [uniform(rng, (n * bm, bk), p["dtype"]), uniform(rng, (max(most, 1) * bk, bn), p["dtype"]),
+                np.full((n * bm, bn), np.nan, np.float32)]
+
+    def expected(self, p, args):
+        x, w = (a.astype(np.float64) for a in args[:2])
+        bm, bk = p["block_M"], p["block_K"]
+        out = np.zeros((p["items"] * bm, p["block_N"]))
+        for i in range(p["items"]):
+            for k in range(self.trips(p, i)):
+                out[i * bm:(i + 1) * bm] += x[i * bm:(i + 1) * bm] @ w[k * bk:(k + 1) * bk]
+        return {2: out}
+
+    def tolerance(self, p):
+        return 1e-5, 4e-6 * p["block_K"] * (2 + p["t0"])
+
+
 # ---------------------------------------------------------------------------- branches over warpgroups
 
 class Branches:
@@ -1102,4 +1163,4 @@ class AllReduce:
 
 TEMPLATES = {t.name: t for t in (Gemm(), Reduce(), Elementwise(), Copy(), Cumsum(), Softmax(), Pipeline(), Atomic(),
                                  AtomicLanes(), Branches(), ThreadLevel(), AllReduce(), ShiftedReads(),
-                                 StageBuffers())}
+                                 StageBuffers(), RunTiles())}
