@@ -64,7 +64,7 @@ def main():
     ap.add_argument("--refs", action="store_true")
     ap.add_argument("--pass-configs", default="{}", help="JSON dict of pass configs for the main kernel")
     ap.add_argument("--configs", default=None,
-                    help='JSON list of [block_M, block_N, stages, threads, "laid out" | "plain" | "tma"] (default: all)')
+                    help='JSON list of [block_M, block_N, stages, threads, "laid out" | "plain" | "tma" (, tile_order)] (default: all)')
     ap.add_argument("--example", default=EXAMPLE, help="a variant of examples/attention/flash_attn_bwd.py")
     ap.add_argument("--dims", default=None, help="JSON list of head dims to run (default: all)")
     args = ap.parse_args()
@@ -93,11 +93,12 @@ def main():
         kind = f"fa bwd d{d}{' causal' if causal else ''}"
         shape = f"b{b} h{h} s{s}"
         for cfg in configs:
-            bm, bn, stages, threads, dq_mode = cfg
+            bm, bn, stages, threads, dq_mode, *order = cfg  # an optional sixth entry: tile_order
             try:
                 t0 = time.perf_counter()
                 fa = FlashAttention(b, h, s, d, causal, bm, bn, stages, threads, target="cuda",
                                     dq_laid_out=dq_mode == "laid out", dq_by_tma=dq_mode == "tma",
+                                    **({"tile_order": order[0]} if order else {}),
                                     pass_configs=pass_configs)
                 compile_s = time.perf_counter() - t0
                 o, lse = fa.fwd(q, k, v)

@@ -141,17 +141,29 @@ def use_dq_layout(seq_len, dim):
 
 
 def attention_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1,
-                  threads=128, dtype="float16", dq_laid_out=True, dq_by_tma=False):
+                  threads=128, dtype="float16", dq_laid_out=True, dq_by_tma=False, tile_order="by_head"):
+    """tile_order (causal): "by_head", a head's key tiles one after another, those with the
+    most query tiles first; "head_groups", key tiles longest first across groups of up to 8
+    (batch, head) pairs, as the forward example orders its query tiles."""
     sm_scale = (1.0 / dim) ** 0.5
     scale = sm_scale * LOG2E
     shape, acc = (batch, seq_len, heads, dim), "float32"
+    kv_tiles = (seq_len + block_N - 1) // block_N
+    group = max(g for g in range(1, 9) if batch * heads % g == 0)  # (batch, head) pairs a group
+    assert tile_order in ("by_head", "head_groups"), tile_order
 
     @T.prim_func
     def bwd(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
             dO: T.Tensor(shape, dtype), L: T.Tensor((batch, heads, seq_len), acc),
             Delta: T.Tensor((batch, heads, seq_len), acc), dQ: T.Tensor(shape, acc),
             dK: T.Tensor(shape, dtype), dV: T.Tensor(shape, dtype)):
-        with T.Kernel(T.ceildiv(seq_len, block_N), heads, batch, threads=threads) as (bx, by, bz):
+        with T.Kernel(kv_tiles, heads, batch, threads=threads) as (g0, g1, g2):
+            bx, by, bz = g0, g1, g2
+            if is_causal and tile_order == "head_groups":
+                t = g0 + kv_tiles * (g1 + heads * g2)  # the block's place in launch order
+                r = t % (group * kv_tiles)
+                pair = t // (group * kv_tiles) * group + r % group
+                bx, by, bz = r // group, pair % heads, pair // heads
             if dq_laid_out:
                 T.annotate_layout({dQ: dq_layout(dQ)})
             K_s = T.alloc_shared((block_N, dim), dtype)
@@ -223,7 +235,8 @@ class FlashAttention:
     Arrays are numpy arrays or torch tensors (on the target's device)."""
 
     def __init__(self, batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1,
-                 threads=128, target="auto", dq_laid_out=None, pass_configs=None, dq_by_tma=None):
+                 threads=128, target="auto", dq_laid_out=None, pass_configs=None, dq_by_tma=None,
+                 tile_order="by_head"):
         args = (batch, heads, seq_len, dim)
         target = resolve_target(target)
         if dq_by_tma is None:  # on sm_90a one TMA reduction a step: measured faster than the atomics
@@ -237,7 +250,8 @@ class FlashAttention:
         self.pre = tilelang.compile(attention_bwd_preprocess(*args, block_M, threads),
                                     out_idx=[2], target=target)
         self.main = tilelang.compile(attention_bwd(*args, is_causal, block_M, block_N, num_stages, threads,
-                                                   dq_laid_out=dq_laid_out, dq_by_tma=dq_by_tma),
+                                                   dq_laid_out=dq_laid_out, dq_by_tma=dq_by_tma,
+                                                   tile_order=tile_order),
                                      out_idx=[7, 8], target=target, pass_configs=pass_configs)
         self.post = tilelang.compile(attention_bwd_postprocess(*args, block_M, threads, dq_laid_out=dq_laid_out),
                                      out_idx=[1], target=target)

@@ -82,9 +82,10 @@ WEBGPU_TILES = {64: (16, 16), 128: (8, 16)}
 WEBGPU_CASES = {"d64-ragged", "d64-causal-ragged-b2", "d128-causal-ragged"}
 
 
-def _run(target, rng, batch, heads, seq_len, dim, is_causal, block_M, block_N, threads=128, dq_by_tma=False):
+def _run(target, rng, batch, heads, seq_len, dim, is_causal, block_M, block_N, threads=128, dq_by_tma=False,
+         **options):
     fa = example.FlashAttention(batch, heads, seq_len, dim, is_causal, block_M=block_M, block_N=block_N,
-                                threads=threads, target=target, dq_by_tma=dq_by_tma)
+                                threads=threads, target=target, dq_by_tma=dq_by_tma, **options)
     shape = (batch, seq_len, heads, dim)
     q, k, v, do = (rng.standard_normal(shape).astype(np.float16) for _ in range(4))
     o, lse = fa.fwd(q, k, v)
@@ -125,6 +126,15 @@ def test_dq_by_tma_reductions(target, rng, causal):
     if target.startswith("webgpu"):
         pytest.skip("webgpu runs the atomic cases above (the shared dQ tile is 32 KiB of float32)")
     _run(target, rng, 1, 2, 160, 64, causal, 64, 64, dq_by_tma=True)
+
+
+def test_causal_key_tiles_in_head_groups(target, rng):
+    """tile_order="head_groups": the blocks take the key tiles of 2 x 3 (batch, head) pairs,
+    longest first across them (3 tiles of 64, the last partial); every tile of every head
+    computed once."""
+    if target.startswith("webgpu"):
+        pytest.skip("webgpu runs the atomic cases above (lavapipe runs these kernels slowly)")
+    _run(target, rng, 2, 3, 150, 64, True, 64, 64, tile_order="head_groups")
 
 
 def test_dq_by_tma_is_one_reduction_per_step_on_sm90a():
