@@ -10,6 +10,7 @@
 #include "ir/functor.h"
 #include "layout/layout.h"
 #include "transform/pass.h"
+#include "transform/ws_roles.h"
 
 namespace tl {
 namespace {
@@ -197,10 +198,8 @@ class Checker : public IRVisitor {
   void visit_seq(const SeqStmtNode* n) override {
     // A role's operations on the tiles' barriers around its loop, in the loop's sequence.
     size_t at = n->seq.size();
-    for (size_t i = 0; i < n->seq.size(); ++i) {
-      auto* f = as<ForNode>(n->seq[i]);
-      if (f && f->attrs.count("ws_pipeline")) at = i;
-    }
+    for (size_t i = 0; i < n->seq.size(); ++i)
+      if (is_ws_loop(n->seq[i])) at = i;
     std::vector<BarrierOp> pre, post;
     if (at < n->seq.size()) {
       for (size_t i = 0; i < n->seq.size(); ++i) {

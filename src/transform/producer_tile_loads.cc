@@ -13,16 +13,12 @@
 #include "op/copy_tma.h"
 #include "op/region.h"
 #include "transform/add_stage.h"
+#include "transform/ws_roles.h"
 
 namespace tl {
 namespace {
 
 Expr c(int64_t v) { return make_int(v); }
-
-bool is_ws_loop(const Stmt& s) {
-  auto* f = as<ForNode>(s);
-  return f && f->attrs.count("ws_pipeline");
-}
 
 // The statements from `s` down to the warp-specialised loop, both included (empty when s
 // holds none).
@@ -44,11 +40,6 @@ bool path_to_ws_loop(const Stmt& s, std::vector<Stmt>& path) {
 }
 
 bool passes_through(const Stmt& s) { return as<SeqStmtNode>(s) || as<LetStmtNode>(s) || as<AllocateNode>(s); }
-
-Stmt role(int64_t r, Stmt body, Span sp) {
-  Expr cond = std::make_shared<CallNode>(DataType::Bool(), "ws_role", std::vector<Expr>{c(r)}, sp);
-  return std::make_shared<IfThenElseNode>(cond, std::move(body), nullptr, sp);
-}
 
 class TileLoads : public IRMutator {
  public:
@@ -247,10 +238,11 @@ class TileLoads : public IRMutator {
   Expr bar(int64_t k, Span sp) const { return make_load(bars_, {c(k)}, sp); }
   Expr count(Span sp) const { return make_load(counter_, {c(0)}, sp); }
   // The run's buffer and the phase of its barriers: run i uses slot i % stages, round i / stages.
-  Expr slot(Span sp) const { return floormod(count(sp), c(stages_), sp); }
-  Expr round(Span sp) const { return floordiv(count(sp), c(stages_), sp); }
-  Expr full(Span sp) const { return stages_ == 2 ? make_load(bars_, {slot(sp)}, sp) : bar(0, sp); }
-  Expr empty(Span sp) const { return stages_ == 2 ? make_load(bars_, {add(slot(sp), c(2), sp)}, sp) : bar(1, sp); }
+  // A single run (no count) uses buffer 0 and phase 0.
+  Expr slot(Span sp) const { return stages_ == 1 ? c(0) : floormod(count(sp), c(stages_), sp); }
+  Expr round(Span sp) const { return repeated_ ? floordiv(count(sp), c(stages_), sp) : c(0); }
+  Expr full(Span sp) const { return make_load(bars_, {slot(sp)}, sp); }
+  Expr empty(Span sp) const { return make_load(bars_, {add(slot(sp), c(stages_), sp)}, sp); }
 
   // The producer: once the consumers have released the buffer's last tiles, the bytes of
   // every copy on the full barrier and the copies; the consumers: wait for them.
@@ -262,7 +254,7 @@ class TileLoads : public IRMutator {
           call_stmt("mbarrier_wait", {empty(sp), floormod(add(round(sp), c(1), sp), c(2), sp)}, sp), nullptr, sp));
     int64_t bytes = 0;
     for (auto& st : copies_) bytes += tma_load_bytes(*as<TileOpNode>(st));
-    Expr full_bar = repeated_ ? full(sp) : bar(0, sp);
+    Expr full_bar = full(sp);
     produce.push_back(call_stmt("mbarrier_arrive_expect_tx", {full_bar, c(bytes)}, sp));
     for (auto& st : copies_) {
       auto* op = as<TileOpNode>(st);
@@ -271,15 +263,15 @@ class TileLoads : public IRMutator {
       Stmt copy = std::make_shared<TileOpNode>(op->op, op->regions, std::vector<Expr>{full_bar}, attrs, op->span);
       produce.push_back(stages_ == 2 ? AddStage(staged_, slot(sp)).mutate(copy) : copy);
     }
-    Expr parity = repeated_ ? floormod(round(sp), c(2), sp) : c(0);
-    return make_seq({role(1, make_seq(produce, sp), sp), role(0, call_stmt("mbarrier_wait", {full_bar, parity}, sp), sp)},
+    Expr parity = floormod(round(sp), c(2), sp);
+    return make_seq({role_branch(1, make_seq(produce, sp), sp), role_branch(0, call_stmt("mbarrier_wait", {full_bar, parity}, sp), sp)},
                     sp);
   }
 
   // After the loop (whose products have all completed) the consumers release the tiles.
   Stmt after_loop(Span sp) const {
     Stmt next = std::make_shared<BufferStoreNode>(counter_, add(count(sp), c(1), sp), std::vector<Expr>{c(0)}, sp);
-    return make_seq({role(0, call_stmt("mbarrier_arrive", {empty(sp)}, sp), sp), next}, sp);
+    return make_seq({role_branch(0, call_stmt("mbarrier_arrive", {empty(sp)}, sp), sp), next}, sp);
   }
 
   const Target& target_;

@@ -8,16 +8,12 @@
 #include "ir/op.h"
 #include "op/region.h"
 #include "transform/pass.h"
+#include "transform/ws_roles.h"
 
 namespace tl {
 namespace {
 
 Expr c(int64_t v) { return make_int(v); }
-
-bool is_ws_loop(const Stmt& s) {
-  auto* f = as<ForNode>(s);
-  return f && f->attrs.count("ws_pipeline");
-}
 
 // The work of one role in a WS loop body: the branch `if ws_role(r): body`; the consumers
 // also keep any barrier the loop body has outside the branches, in its place.
@@ -26,11 +22,9 @@ Stmt role_body(const ForNode* loop, int64_t role) {
   std::vector<Stmt> out;
   bool found = false;
   for (auto& s : seq ? seq->seq : std::vector<Stmt>{}) {
-    auto* branch = as<IfThenElseNode>(s);
-    auto* cond = branch ? as<CallNode>(branch->cond) : nullptr;
-    if (cond && cond->op == "ws_role") {
-      if (*const_int(cond->args.at(0)) == role) {
-        out.push_back(branch->then_case);
+    if (int64_t r = role_of(s); r >= 0) {
+      if (r == role) {
+        out.push_back(as<IfThenElseNode>(s)->then_case);
         found = true;
       }
     } else if (role == 0) {
@@ -40,13 +34,6 @@ Stmt role_body(const ForNode* loop, int64_t role) {
   if (!found)
     fail(ErrorKind::Internal, loop->span, "internal: a warp-specialised loop without its role " + std::to_string(role));
   return make_seq(out, loop->span);
-}
-
-// r for a branch `if ws_role(r): ...` (no else), -1 for any other statement.
-int64_t role_of(const Stmt& s) {
-  auto* branch = as<IfThenElseNode>(s);
-  auto* cond = branch && !branch->else_case ? as<CallNode>(branch->cond) : nullptr;
-  return cond && cond->op == "ws_role" ? *const_int(cond->args.at(0)) : -1;
 }
 
 Stmt loop_with_body(const ForNode* loop, Stmt body) {
