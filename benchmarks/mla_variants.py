@@ -3,7 +3,7 @@ each variant is the split kernel's tile sizes and pass configs; every shape is t
 end (split + combine) and the split kernel alone, in GB/s of cached rows read, beside the
 device copy bandwidth measured in the same run.
 
-    python benchmarks/mla_variants.py [--variants JSON] [--splits 2 4]
+    python benchmarks/mla_variants.py [--variants JSON] [--splits 2 4 balanced] [--lengths fixed]
     JSON: {"name": {"block_H": 16, "block_N": 32, "num_stages": 2,
                     "pass_configs": {"tl.disable_warp_specialized": true}}, ...}
 """
@@ -31,7 +31,9 @@ def bench(fn):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--variants", default=json.dumps(DEFAULT))
-    ap.add_argument("--splits", nargs="+", default=["4"], help="shares of each sequence, or balanced")
+    ap.add_argument("--splits", nargs="+", default=["balanced", "4"], help="shares of each sequence, or balanced")
+    ap.add_argument("--lengths", default="varied", choices=["varied", "fixed"],
+                    help="cache lengths drawn from S/2..S (one of them S), or all S")
     args = ap.parse_args()
     variants = json.loads(args.variants)
     x = torch.empty(2 ** 28, dtype=torch.float16, device="cuda")
@@ -48,6 +50,8 @@ def main():
         table = torch.from_numpy(rng.permutation(batch * max_pages).reshape(batch, max_pages).astype(np.int32)).cuda()
         lengths = rng.integers(seqlen // 2, seqlen + 1, size=batch).astype(np.int32)
         lengths[0] = seqlen
+        if args.lengths == "fixed":
+            lengths[:] = seqlen
         gb = lengths.sum() * 576 * 2 / 1e9
         lengths = torch.from_numpy(lengths).cuda()
         ref = mla_decode.reference_torch(q, kv, table, lengths, 576 ** -0.5)
