@@ -633,4 +633,23 @@ std::vector<Expr> Emitter::index_strides(const Buffer& b, const std::vector<Expr
   return strides;
 }
 
+bool Emitter::is_atomic_call(const CallNode* n) {
+  return (n->op == "atomic_add" || n->op == "atomic_max" || n->op == "atomic_min") &&
+         (n->args.size() == 2 || n->args.size() == 3);
+}
+
+int Emitter::atomic_memory_order(const CallNode* n) const {
+  if (n->args.size() < 3) return 0;
+  const int64_t* order = const_int(n->args[2]);
+  if (!order || *order < 0 || *order > 5)
+    fail(ErrorKind::Internal, n->span, internal_ + "T." + n->op + "'s memory order is not a constant from 0 to 5");
+  return int(*order);
+}
+
+std::string Emitter::ordered_atomic(const std::string& call, int order) {
+  if (order == 0) return call;
+  std::string o = std::to_string(order);
+  return "(tl::atomic_fence_before<" + o + ">(), tl::atomic_fence_after<" + o + ">(" + call + "))";
+}
+
 }  // namespace tl::c_like

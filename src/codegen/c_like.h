@@ -178,6 +178,14 @@ class Emitter {
   // A constant integer divisor for which C's / and % cannot trap or overflow.
   static bool divisor_is_safe(const Expr& e);
 
+  // ---------------------------------------------------------------- atomics
+  // T.atomic_add/max/min(element, value[, memory order]): whether the call has that form,
+  // its memory order (0 relaxed .. 5 seq_cst, as C++ numbers them), and the back end's C++
+  // call `call` between the header's fences for the order (unchanged when relaxed).
+  static bool is_atomic_call(const CallNode* n);
+  int atomic_memory_order(const CallNode* n) const;
+  static std::string ordered_atomic(const std::string& call, int order);
+
   // ---------------------------------------------------------------- statements
   void emit_stmt(const Stmt& s);
   void emit_block(const Stmt& body);

@@ -46,6 +46,14 @@ class VectorLanes : public IRMutator {
   arith::Analyzer analyzer_;
 };
 
+// The element update: op(dst element, value), with the tile's memory order (attribute
+// memory_order, 0 relaxed .. 5 seq_cst) as a third argument when it is not relaxed.
+Expr atomic_call(const TileOpNode& op, Expr element, Expr value) {
+  std::vector<Expr> args{std::move(element), std::move(value)};
+  if (int64_t order = attr_int(op, "memory_order", 0)) args.push_back(make_int(order));
+  return std::make_shared<CallNode>(DataType::Void(), op.op, std::move(args), op.span);
+}
+
 void check_atomic(const TileOpNode& op, arith::Analyzer& analyzer) {
   require_regions(op, 2, op_name(op));
   const BufferRegion &dst = op.regions[0], &src = op.regions[1];
@@ -62,8 +70,7 @@ Stmt lower_atomic(const TileOpNode& op, LowerContext& ctx) {
   auto dst_idx = region_indices(dst, loops.vars(), sp);
   auto src_idx = region_indices(src, loops.vars(), sp);
   Expr value = cast(dst.buffer->dtype, guarded_load(src, src_idx, ctx.analyzer, sp), sp);
-  Expr call = std::make_shared<CallNode>(DataType::Void(), op.op,
-                                         std::vector<Expr>{make_load(dst.buffer, dst_idx, sp), value}, sp);
+  Expr call = atomic_call(op, make_load(dst.buffer, dst_idx, sp), value);
   Stmt update =
       guard(in_bounds(dst, dst_idx, ctx.analyzer, sp), std::make_shared<EvaluateNode>(call, sp), sp);
   return loops.wrap(update, ForKind::Parallel);
@@ -88,8 +95,7 @@ Stmt lower_atomic_threads(const TileOpNode& op, ThreadContext& ctx) {
     auto dst_idx = region_indices(dst, point, sp);
     auto src_idx = region_indices(src, point, sp);
     Expr value = cast(dst.buffer->dtype, guarded_load(src, src_idx, ctx.analyzer, sp), sp);
-    Expr call = std::make_shared<CallNode>(DataType::Void(), op.op,
-                                           std::vector<Expr>{make_load(dst.buffer, dst_idx, sp), value}, sp);
+    Expr call = atomic_call(op, make_load(dst.buffer, dst_idx, sp), value);
     return guard(in_bounds(dst, dst_idx, ctx.analyzer, sp), std::make_shared<EvaluateNode>(call, sp), sp);
   }, sp);
   // On CUDA a thread's 2 or 4 consecutive elements of the destination (an accumulator's

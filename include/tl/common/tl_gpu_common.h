@@ -111,7 +111,7 @@ TL_DEVICE bool isinf(double x) { return ::fabs(x) == __longlong_as_double(0x7ff0
 // Each returns the element's previous value. Types the hardware adds natively use its
 // instruction; the rest (max/min of floats, 8- and 16-bit integers, fp8) a compare-and-swap
 // loop on the 4- or 8-byte word, or on the aligned 4-byte word holding a 1- or 2-byte element.
-// All are relaxed, as CUDA's and HIP's atomics are.
+// All are relaxed, as CUDA's and HIP's atomics are (fenced below for other memory orders).
 namespace detail {
 
 template <typename To, typename From>
@@ -183,6 +183,21 @@ template <typename T>
 TL_DEVICE T atomic_min(T* address, T value) {
   return detail::atomic_update(
       address, [value](T old) { return detail::to_compute(value) < detail::to_compute(old) ? value : old; });
+}
+
+// T.atomic_*(..., memory_order=...): the relaxed atomic between device-scope fences, as
+// (atomic_fence_before<O>(), atomic_fence_after<O>(atomic_add(...))). O numbers the order
+// as C++ does: 0 relaxed, 1 consume, 2 acquire, 3 release, 4 acq_rel, 5 seq_cst. Release
+// fences before the atomic, acquire after; __threadfence() is sequentially consistent at
+// device scope, so it serves every order.
+template <int Order>
+TL_DEVICE void atomic_fence_before() {
+  if constexpr (Order >= 3) __threadfence();
+}
+template <int Order, typename T>
+TL_DEVICE T atomic_fence_after(T previous) {
+  if constexpr (Order == 1 || Order == 2 || Order == 4 || Order == 5) __threadfence();
+  return previous;
 }
 
 

@@ -300,8 +300,8 @@ inline T max(T a, T b) {
 
 // Different OpenMP threads run different blocks, so updates of one element from several
 // blocks race; these serialise them. Integers use the native read-modify-write; floats
-// and the storage types a compare-and-swap loop. Relaxed order suffices: the end of the
-// parallel region is the synchronisation point.
+// and the storage types a compare-and-swap loop. Relaxed, unless the kernel asks for a
+// memory order (the fences below): the end of the parallel region synchronises the rest.
 namespace detail {
 template <typename T>
 using atomic_compute_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -337,6 +337,21 @@ template <typename T>
 inline T atomic_min(T* address, T value) {
   using C = std::conditional_t<std::is_integral_v<T>, T, detail::atomic_compute_t<T>>;
   return detail::atomic_update(address, [&](T old) { return C(value) < C(old) ? value : old; });
+}
+
+// T.atomic_*(..., memory_order=...): (atomic_fence_before<O>(), atomic_fence_after<O>(atomic))
+// orders the relaxed atomic among the blocks' threads; O as C++ numbers the orders
+// (0 relaxed, 1 consume, 2 acquire, 3 release, 4 acq_rel, 5 seq_cst).
+template <int Order>
+inline void atomic_fence_before() {
+  if constexpr (Order == 5) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  else if constexpr (Order == 3 || Order == 4) __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+template <int Order, typename T>
+inline T atomic_fence_after(T previous) {
+  if constexpr (Order == 5) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  else if constexpr (Order == 1 || Order == 2 || Order == 4) __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return previous;
 }
 
 // ------------------------------------------------------------------ math

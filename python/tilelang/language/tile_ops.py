@@ -224,18 +224,42 @@ def cumsum(src, dst=None, dim=0, reverse=False):
     _emit("cumsum", [s, d], (), {"dim": int(dim), "reverse": int(bool(reverse))})
 
 
-def _atomic(kind, dst, value, return_prev=False, use_tma=False):
+# memory_order names as C++ and upstream TileLang number them. Every order but relaxed
+# fences the atomic at device scope: release and acq_rel before it, acquire, consume and
+# acq_rel after it, seq_cst on both sides by a sequentially consistent fence.
+_MEMORY_ORDERS = {"relaxed": 0, "consume": 1, "acquire": 2, "release": 3, "acq_rel": 4, "seq_cst": 5}
+
+
+def _memory_order(kind, memory_order, use_tma):
+    if memory_order is None:
+        return 0
+    if memory_order not in _MEMORY_ORDERS:
+        raise _builder.error(TileLangTypeError,
+                             f"T.atomic_{kind}(..., memory_order={memory_order!r}): not a memory order",
+                             "use one of " + ", ".join(repr(k) for k in _MEMORY_ORDERS))
+    order = _MEMORY_ORDERS[memory_order]
+    if order and use_tma:
+        raise _builder.error(TileLangTypeError,
+                             f"T.atomic_{kind}(..., use_tma=True, memory_order={memory_order!r}): a TMA reduction "
+                             "is an asynchronous bulk operation with no memory order",
+                             "drop memory_order, or order the reduction with T.fence_proxy_async() and a barrier")
+    return order
+
+
+def _atomic(kind, dst, value, return_prev=False, use_tma=False, memory_order=None):
     b = _builder.require(f"T.atomic_{kind}")
+    order = _memory_order(kind, memory_order, use_tma)
     if is_expr(dst) and dst.kind == "BufferLoad" and not isinstance(value, (Buffer, Region)):
         if use_tma:
             raise _builder.error(TileLangTypeError,
                                  f"T.atomic_{kind}(..., use_tma=True) adds a shared tile into a region of a tensor, "
                                  "not one element",
                                  f"write T.atomic_{kind}(G[r0:r1, c0:c1], shared_tile, use_tma=True)")
+        args = [dst, value] + ([_C.const(order, "int32")] if order else [])
         if return_prev:
             # An expression: the element's value before the update.
-            return _C.call_typed(dst.dtype, f"atomic_{kind}", [dst, value])
-        b.emit(_C.evaluate(_C.call_void(f"atomic_{kind}", [dst, value])))
+            return _C.call_typed(dst.dtype, f"atomic_{kind}", args)
+        b.emit(_C.evaluate(_C.call_void(f"atomic_{kind}", args)))
         return None
     if return_prev:
         raise _builder.error(TileLangTypeError,
@@ -244,16 +268,21 @@ def _atomic(kind, dst, value, return_prev=False, use_tma=False):
     src_ext = _extents(value)
     d = _as_region(dst, src_ext, f"T.atomic_{kind}", "destination")
     s = _as_region(value, [e for _, e in d.ranges], f"T.atomic_{kind}", "value")
-    _emit(f"atomic_{kind}", [d, s], (), {"use_tma": 1} if use_tma else None)
+    attrs = {**({"use_tma": 1} if use_tma else {}), **({"memory_order": order} if order else {})}
+    _emit(f"atomic_{kind}", [d, s], (), attrs or None)
 
 
 def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
     """dst += value atomically (an element, or element-wise over a region); with
     return_prev=True (one element), the value the element held before, as an expression.
+    memory_order ("relaxed" (None), "consume", "acquire", "release", "acq_rel", "seq_cst"):
+    the atomic's ordering at device scope, by fences around it on CUDA, HIP and the CPU
+    (e.g. a block's partial results published before it counts itself done with "release",
+    read by the last block after an "acq_rel" count); WGSL has no such fence and rejects it.
     use_tma=True (sm_90a): a shared tile added into a global region by one TMA reduction
     (cp.reduce.async.bulk.tensor .add, float16 / bfloat16 / float32) instead of an atomic
     per element; where TMA cannot take it the lowering report says why."""
-    return _atomic("add", dst, value, return_prev, use_tma)
+    return _atomic("add", dst, value, return_prev, use_tma, memory_order)
 
 
 def _atomic_add_lanes(lanes, dst, value, return_prev):
@@ -296,13 +325,15 @@ def atomic_addx4(dst, value, return_prev=False):
 
 
 def atomic_max(dst, value, memory_order=None, return_prev=False):
-    """dst = max(dst, value) atomically (an element, or element-wise over a region)."""
-    return _atomic("max", dst, value, return_prev)
+    """dst = max(dst, value) atomically (an element, or element-wise over a region);
+    memory_order as for T.atomic_add."""
+    return _atomic("max", dst, value, return_prev, memory_order=memory_order)
 
 
 def atomic_min(dst, value, memory_order=None, return_prev=False):
-    """dst = min(dst, value) atomically (an element, or element-wise over a region)."""
-    return _atomic("min", dst, value, return_prev)
+    """dst = min(dst, value) atomically (an element, or element-wise over a region);
+    memory_order as for T.atomic_add."""
+    return _atomic("min", dst, value, return_prev, memory_order=memory_order)
 
 
 def print(obj, msg="", warp_group_id=0, warp_id=0):  # noqa: A001 - the DSL's name

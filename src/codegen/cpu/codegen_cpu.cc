@@ -276,7 +276,7 @@ class CodeGenCPU : public Emitter {
     if (op == "print") fail(ErrorKind::Internal, sp, "T." + op + " is used as a value", "call it as a statement");
     if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min") {
       // The element's previous value (T.atomic_add(..., return_prev=True)).
-      auto* dst = n->args.size() == 2 ? as<BufferLoadNode>(n->args[0]) : nullptr;
+      auto* dst = is_atomic_call(n) ? as<BufferLoadNode>(n->args[0]) : nullptr;
       if (!dst)
         fail(ErrorKind::Type, sp, "the first argument of T." + op + " must be a buffer element",
              "write T." + op + "(C[i, j], value)");
@@ -284,7 +284,8 @@ class CodeGenCPU : public Emitter {
       if (dst->buffer->dtype.is_bool())
         fail(ErrorKind::Unsupported, sp, "T." + op + " on a bool buffer is not supported");
       Code value = convert(n->args[1], dst->buffer->dtype);
-      return {"tl::" + op + "(&" + element(dst->buffer, dst->indices, dst->span) + ", " + value.text + ")"};
+      return {ordered_atomic("tl::" + op + "(&" + element(dst->buffer, dst->indices, dst->span) + ", " + value.text +
+                             ")", atomic_memory_order(n))};
     }
     if (Code c; emit_extern_call(n, &c)) return c;
     return emit_intrinsic(n);
@@ -416,8 +417,8 @@ class CodeGenCPU : public Emitter {
       return;
     }
     if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min") {
-      if (call->args.size() != 2)
-        fail(ErrorKind::Internal, call->span, "T." + op + " takes an element and a value");
+      if (!is_atomic_call(call))
+        fail(ErrorKind::Internal, call->span, "T." + op + " takes an element, a value and a memory order");
       auto* dst = as<BufferLoadNode>(call->args[0]);
       if (!dst)
         fail(ErrorKind::Type, call->span, "the first argument of T." + op + " must be a buffer element",
@@ -426,7 +427,8 @@ class CodeGenCPU : public Emitter {
       if (dst->buffer->dtype.is_bool())
         fail(ErrorKind::Unsupported, call->span, "T." + op + " on a bool buffer is not supported");
       Code value = convert(call->args[1], dst->buffer->dtype);
-      line("tl::" + op + "(&" + element(dst->buffer, dst->indices, dst->span) + ", " + value.text + ");");
+      line(ordered_atomic("tl::" + op + "(&" + element(dst->buffer, dst->indices, dst->span) + ", " + value.text + ")",
+                          atomic_memory_order(call)) + ";");
       return;
     }
     line("(void)(" + emit(n->value).text + ");");

@@ -686,11 +686,11 @@ class CodeGenCUDA : public Emitter {
     return emit_intrinsic(n);
   }
 
-  // atomic_add/max/min(BufferLoad, value): the element's previous value.
+  // atomic_add/max/min(BufferLoad, value[, memory order]): the element's previous value.
   Code emit_atomic(const CallNode* n) {
     const std::string& op = n->op;
-    if (n->args.size() != 2)
-      fail(ErrorKind::Internal, n->span, "internal: T." + op + " takes an element and a value");
+    if (!is_atomic_call(n))
+      fail(ErrorKind::Internal, n->span, "internal: T." + op + " takes an element, a value and a memory order");
     auto* dst = as<BufferLoadNode>(n->args[0]);
     if (!dst)
       fail(ErrorKind::Type, n->span, "the first argument of T." + op + " must be a buffer element",
@@ -703,7 +703,8 @@ class CodeGenCUDA : public Emitter {
       fail(ErrorKind::Unsupported, n->span, "T." + op + " on a per-thread buffer ('" + b->name + "')",
            "atomics update global or shared memory; update a local value directly");
     Code value = convert(n->args[1], b->dtype);
-    return {"tl::" + op + "(&" + element(b, dst->indices, dst->span) + ", " + value.text + ")"};
+    return {ordered_atomic("tl::" + op + "(&" + element(b, dst->indices, dst->span) + ", " + value.text + ")",
+                           atomic_memory_order(n))};
   }
 
   Code emit_shfl_xor(const CallNode* n) {

@@ -251,6 +251,14 @@ class WgslCodegen {
     std::string v = "atomicLoad(&" + elem + ")";
     return b->dtype == DataType::Float(32) ? "bitcast<f32>(" + v + ")" : v;
   }
+  // WGSL's atomics are relaxed, and its barriers order memory within a workgroup only:
+  // no order across workgroups can be given to an atomic.
+  void reject_memory_order(const CallNode* n) {
+    if (n->args.size() == 3)
+      unsupported(n->span, "T." + n->op + " with a memory order (WGSL's atomics are relaxed and it has no "
+                           "fence across workgroups)",
+                  "drop memory_order, and pass results between workgroups through separate kernel launches");
+  }
   // A T.atomic_add/max/min statement: native for integers, a compare-exchange loop on the
   // bits for float32. The returned previous value is not available.
   void emit_atomic_update(const CallNode* n) {
@@ -514,6 +522,7 @@ class WgslCodegen {
     if (op.rfind("atomic_", 0) == 0) {
       // The previous value: WGSL's integer atomics return it; its float atomics are
       // compare-exchange loops, statements that cannot stand in an expression.
+      reject_memory_order(n);
       auto* dst = n->args.size() == 2 ? as<BufferLoadNode>(n->args[0]) : nullptr;
       if (!dst || !(dst->buffer->dtype == DataType::Int(32) || dst->buffer->dtype == DataType::UInt(32)))
         unsupported(sp, "the value T." + op + " returns on a float buffer (WGSL's float atomics are compare-exchange loops)",
@@ -692,6 +701,7 @@ class WgslCodegen {
     if (call->op == "sync_threads") return line("workgroupBarrier();");
     if (call->op == "loop_break") return line("break;");
     if (call->op == "atomic_add" || call->op == "atomic_max" || call->op == "atomic_min") {
+      reject_memory_order(call);
       if (call->args.size() != 2 || !as<BufferLoadNode>(call->args[0]))
         fail(ErrorKind::Internal, call->span, "internal: T." + call->op + " takes a buffer element and a value");
       return emit_atomic_update(call);
