@@ -4,7 +4,7 @@ end (split + combine) and the split kernel alone, in GB/s of cached rows read, b
 device copy bandwidth measured in the same run.
 
     python benchmarks/mla_variants.py [--variants JSON] [--splits 2 4 balanced] [--lengths fixed]
-    JSON: {"name": {"block_H": 16, "block_N": 32, "num_stages": 2,
+    JSON: {"name": {"block_H": 16, "block_N": 32, "num_stages": 2, "num_blocks": 264, "fuse_combine": true,
                     "pass_configs": {"tl.disable_warp_specialized": true}}, ...}
 """
 
@@ -66,7 +66,7 @@ def main():
                     work = dec.plan(lengths)  # once per decoding step, outside the timing
                     err = float((dec(q, kv, table, lengths, work).float() - ref).abs().max())
                     total = bench(lambda: dec(q, kv, table, lengths, work))
-                    alone = bench(lambda: dec.split(q, kv, table, lengths, *work[:3]))
+                    alone = total if dec.fuse_combine else bench(lambda: dec.split(q, kv, table, lengths, *work[:3]))
                 except Exception as e:  # a variant that fails is reported, not fatal
                     rows.append((label, name, f"failed: {str(e).splitlines()[0][:80]}"))
                     continue

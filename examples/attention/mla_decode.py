@@ -20,7 +20,9 @@ S/2..S); num_split = n gives each sequence n equal shares, a block each. A block
 takes block_H query heads and its items one after another, runs the online softmax
 over each item's tiles and writes a partial output with its base-2 log-sum-exp (the
 TMA producer loads the next item's tiles while the block finishes the last one). The
-combine kernel merges each sequence's items: O = sum_i 2^(lse_i - lse) O_i.
+combine kernel merges each sequence's items: O = sum_i 2^(lse_i - lse) O_i; or
+(fuse_combine) the block whose item of a sequence is counted last merges them, its count
+an atomic with memory_order="acq_rel" after its partial results.
 
     python examples/attention/mla_decode.py
     python examples/attention/mla_decode.py --batch 64 --heads 128 --seqlen 4096
@@ -39,32 +41,27 @@ from tilelang.jit.backends import resolve_target
 from tilelang.profiler import do_bench
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the shared combine step
-from split_kv import combine_items  # noqa: E402
+from split_kv import combine_items, merge_rows  # noqa: E402
 
 LOG2E = 1.4426950408889634
 
 
 def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_blocks, max_items, softmax_scale,
-                     dim=512, pe_dim=64, block_H=64, block_N=64, num_stages=2, threads=256, dtype="float16"):
+                     dim=512, pe_dim=64, block_H=64, block_N=64, num_stages=2, threads=256, dtype="float16",
+                     fuse_combine=False):
     """Partial attention of each work item: O_part [item, heads, dim] and LSE_part [item, heads].
     Block bid runs items block_items[bid] .. block_items[bid + 1] - 1; item i covers tiles
-    item_tiles[i, 0] .. item_tiles[i, 1] - 1 of sequence item_batch[i]."""
+    item_tiles[i, 0] .. item_tiles[i, 1] - 1 of sequence item_batch[i]. fuse_combine: the
+    block that finishes a sequence's last item (counted in seq_done [batch, head tiles],
+    zero before the launch and after it) merges the sequence's items into O itself."""
     assert page_size % block_N == 0, "a KV tile must lie inside one page"
     scale = softmax_scale * LOG2E  # scores in base 2: exp2 replaces exp
     accum = "float32"
+    merge = merge_rows(block_H, heads, dim)
 
-    @T.prim_func
-    def split(
-        Q: T.Tensor((batch, heads, dim + pe_dim), dtype),
-        KV: T.Tensor((num_pages, page_size, 1, dim + pe_dim), dtype),
-        block_table: T.Tensor((batch, max_pages), "int32"),
-        cache_seqlens: T.Tensor((batch,), "int32"),
-        block_items: T.Tensor((num_blocks + 1,), "int32"),
-        item_batch: T.Tensor((max_items,), "int32"),
-        item_tiles: T.Tensor((max_items, 2), "int32"),
-        O_part: T.Tensor((max_items, heads, dim), accum),
-        LSE_part: T.Tensor((max_items, heads), accum),
-    ):
+    @T.macro
+    def partials(Q, KV, block_table, cache_seqlens, block_items, item_batch, item_tiles, batch_items, seq_done,
+                 O_part, LSE_part, O):
         with T.Kernel(T.ceildiv(heads, block_H), num_blocks, threads=threads) as (hx, bid):
             Q_c = T.alloc_shared((block_H, dim), dtype)
             Q_pe = T.alloc_shared((block_H, pe_dim), dtype)
@@ -80,6 +77,7 @@ def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_blocks, 
             row_max_prev = T.alloc_fragment((block_H,), accum)
             denom = T.alloc_fragment((block_H,), accum)
             rescale = T.alloc_fragment((block_H,), accum)
+            done_before = T.alloc_shared((1,), "int32")  # fuse_combine: the sequence's items counted before
 
             for it in T.serial(block_items[bid], block_items[bid + 1]):
                 b = item_batch[it]
@@ -128,6 +126,51 @@ def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_blocks, 
                 for i, j in T.Parallel(block_H, dim):
                     if hx * block_H + i < heads:
                         O_part[it, hx * block_H + i, j] = acc_o[i, j] * rescale[i]
+                if fuse_combine:
+                    # Counted with acq_rel once the block's partials are written: the last
+                    # item of the sequence to be counted sees them all and merges them.
+                    T.sync_threads()
+                    for i in T.Parallel(1):
+                        done_before[i] = T.atomic_add(seq_done[b, hx], 1, return_prev=True, memory_order="acq_rel")
+                    if done_before[0] == batch_items[b + 1] - batch_items[b] - 1:
+                        merge(LSE_part, O_part, batch_items[b], batch_items[b + 1], hx * block_H, row_max, denom,
+                              rescale, acc_o)
+                        for i, j in T.Parallel(block_H, dim):
+                            if hx * block_H + i < heads:
+                                O[b, hx * block_H + i, j] = acc_o[i, j]
+                        for i in T.Parallel(1):
+                            seq_done[b, hx] = 0  # ready for the next launch
+
+    part_args = dict(
+        Q=T.Tensor((batch, heads, dim + pe_dim), dtype),
+        KV=T.Tensor((num_pages, page_size, 1, dim + pe_dim), dtype),
+        block_table=T.Tensor((batch, max_pages), "int32"),
+        cache_seqlens=T.Tensor((batch,), "int32"),
+        block_items=T.Tensor((num_blocks + 1,), "int32"),
+        item_batch=T.Tensor((max_items,), "int32"),
+        item_tiles=T.Tensor((max_items, 2), "int32"),
+    )
+    if fuse_combine:
+        @T.prim_func
+        def split_merge(Q: part_args["Q"], KV: part_args["KV"], block_table: part_args["block_table"],
+                        cache_seqlens: part_args["cache_seqlens"], block_items: part_args["block_items"],
+                        item_batch: part_args["item_batch"], item_tiles: part_args["item_tiles"],
+                        batch_items: T.Tensor((batch + 1,), "int32"),
+                        seq_done: T.Tensor((batch, -(-heads // block_H)), "int32"),
+                        O_part: T.Tensor((max_items, heads, dim), accum), LSE_part: T.Tensor((max_items, heads), accum),
+                        O: T.Tensor((batch, heads, dim), dtype)):
+            partials(Q, KV, block_table, cache_seqlens, block_items, item_batch, item_tiles, batch_items, seq_done,
+                     O_part, LSE_part, O)
+
+        return split_merge
+
+    @T.prim_func
+    def split(Q: part_args["Q"], KV: part_args["KV"], block_table: part_args["block_table"],
+              cache_seqlens: part_args["cache_seqlens"], block_items: part_args["block_items"],
+              item_batch: part_args["item_batch"], item_tiles: part_args["item_tiles"],
+              O_part: T.Tensor((max_items, heads, dim), accum), LSE_part: T.Tensor((max_items, heads), accum)):
+        partials(Q, KV, block_table, cache_seqlens, block_items, item_batch, item_tiles, None, None, O_part, LSE_part,
+                 None)
 
     return split
 
@@ -203,7 +246,8 @@ class MLADecode:
     (the lengths are read on the host), or is planned on each call."""
 
     def __init__(self, batch, heads, num_pages, page_size, max_pages, num_split="balanced", softmax_scale=None,
-                 dim=512, pe_dim=64, target="auto", dtype="float16", pass_configs=None, num_blocks=None, **tiles):
+                 dim=512, pe_dim=64, target="auto", dtype="float16", pass_configs=None, num_blocks=None,
+                 fuse_combine=False, **tiles):
         self.target = resolve_target(target)
         tiles = {**tile_config(self.target, heads), **tiles}
         tiles["block_N"] = self.block_N = min(tiles["block_N"], page_size)
@@ -214,12 +258,19 @@ class MLADecode:
         else:
             self.num_blocks = batch * num_split
         max_items = batch + self.num_blocks
+        self.fuse_combine = fuse_combine
         self.split = tilelang.compile(
             mla_decode_split(batch, heads, num_pages, page_size, max_pages, self.num_blocks, max_items, scale, dim,
-                             pe_dim, dtype=dtype, **tiles), out_idx=[7, 8], target=self.target,
-            pass_configs=pass_configs or {})
-        self.combine = tilelang.compile(combine_items(batch, heads, max_items, dim, dtype=dtype), out_idx=[3],
-                                        target=self.target)
+                             pe_dim, dtype=dtype, fuse_combine=fuse_combine, **tiles),
+            out_idx=[9, 10, 11] if fuse_combine else [7, 8], target=self.target, pass_configs=pass_configs or {})
+        if fuse_combine:  # the sequences' counts, zero between launches (the last block resets its own)
+            self.seq_done = np.zeros((batch, -(-heads // tiles["block_H"])), dtype=np.int32)
+            if self.target.startswith("cuda"):
+                import torch
+                self.seq_done = torch.from_numpy(self.seq_done).cuda()
+        else:
+            self.combine = tilelang.compile(combine_items(batch, heads, max_items, dim, dtype=dtype), out_idx=[3],
+                                            target=self.target)
 
     def plan(self, cache_seqlens):
         """The work list (plan_work) for these lengths, on the lengths' device."""
@@ -233,6 +284,9 @@ class MLADecode:
 
     def __call__(self, q, kv_cache, block_table, cache_seqlens, work=None):
         block_items, item_batch, item_tiles, batch_items = work if work is not None else self.plan(cache_seqlens)
+        if self.fuse_combine:
+            return self.split(q, kv_cache, block_table, cache_seqlens, block_items, item_batch, item_tiles,
+                              batch_items, self.seq_done)[2]
         o_part, lse_part = self.split(q, kv_cache, block_table, cache_seqlens, block_items, item_batch, item_tiles)
         return self.combine(o_part, lse_part, batch_items)
 
@@ -274,6 +328,8 @@ def main(argv=None):
     parser.add_argument("--block-h", type=int, default=None, help="query heads per block (the target's default)")
     parser.add_argument("--block-n", type=int, default=None, help="cached rows per tile (the target's default)")
     parser.add_argument("--num-stages", type=int, default=None, help="tiles in flight (the target's default)")
+    parser.add_argument("--fuse-combine", action="store_true",
+                        help="the block finishing a sequence merges its items (no combine kernel)")
     parser.add_argument("--repeat", type=int, default=10, help="timed runs (the median is printed)")
     parser.add_argument("--target", default="auto")
     args = parser.parse_args(argv)
@@ -289,7 +345,8 @@ def main(argv=None):
     scale = 576 ** -0.5
     tiles = {k: v for k, v in (("block_H", args.block_h), ("block_N", args.block_n), ("num_stages", args.num_stages)) if v}
     num_split = args.num_split if args.num_split == "balanced" else int(args.num_split)
-    decode = MLADecode(B, H, num_pages, P, max_pages, num_split, scale, target=target, **tiles)
+    decode = MLADecode(B, H, num_pages, P, max_pages, num_split, scale, target=target,
+                       fuse_combine=args.fuse_combine, **tiles)
     print(f"MLA decode: batch {B}, {H} heads, cache up to {S} in pages of {P}, {args.num_split} splits, "
           f"target {target}")
 

@@ -5,7 +5,8 @@ a sequence's splits merged by their share of the softmax mass,
 
 from O_part [batch, heads, num_split, dim] and LSE_part [batch, heads, num_split]
 (float32, base-2 log-sum-exps; an empty split has lse -inf and weight 0), or (combine_items)
-from a list of work items, a sequence's items being a range of it.
+from a list of work items, a sequence's items being a range of it; merge_rows is the same
+merge inside another kernel, for a tile of heads.
 """
 
 import tilelang.language as T
@@ -73,5 +74,31 @@ def combine_items(batch, heads, max_items, dim, threads=128, dtype="float16"):
                 for d in T.Parallel(dim):
                     out[d] += O_part[i, h, d] * weight
             T.copy(out, O[b, h, :])
+
+    return merge
+
+
+def merge_rows(rows, heads, dim):
+    """A macro: out [rows, dim] (a fragment) = the merge of items first .. end - 1 of O_part
+    [item, heads, dim] / LSE_part [item, heads] for heads row0 .. row0 + rows - 1 (rows past
+    the last head read its values and are not to be stored); lse_max, total and weight are
+    [rows] fragments it uses."""
+
+    @T.macro
+    def merge(LSE_part, O_part, first, end, row0, lse_max, total, weight, out):
+        T.fill(lse_max, -T.infinity("float32"))
+        for k in T.serial(first, end):
+            for i in T.Parallel(rows):
+                lse_max[i] = T.max(lse_max[i], LSE_part[k, T.min(row0 + i, heads - 1)])
+        T.clear(total)
+        for k in T.serial(first, end):
+            for i in T.Parallel(rows):
+                total[i] += T.exp2(LSE_part[k, T.min(row0 + i, heads - 1)] - lse_max[i])
+        T.clear(out)
+        for k in T.serial(first, end):
+            for i in T.Parallel(rows):
+                weight[i] = T.exp2(LSE_part[k, T.min(row0 + i, heads - 1)] - lse_max[i]) / total[i]
+            for i, j in T.Parallel(rows, dim):
+                out[i, j] += O_part[k, T.min(row0 + i, heads - 1), j] * weight[i]
 
     return merge

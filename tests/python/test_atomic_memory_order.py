@@ -31,6 +31,7 @@ def last_block_sum(blocks, per, order="acq_rel"):
             T.copy(A[bx * per:(bx + 1) * per], part)
             T.reduce_sum(part, s, dim=0)
             T.copy(s, Partial[bx:bx + 1])
+            T.sync_threads()  # every thread's writes before the count (a no-op on the CPU)
             for i in T.Parallel(1):
                 done_before[i] = T.atomic_add(Count[0], 1, return_prev=True, memory_order=order)
             if done_before[0] == blocks - 1:

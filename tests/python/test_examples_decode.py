@@ -18,6 +18,8 @@ import os
 import numpy as np
 import pytest
 
+from tilelang.errors import TileLangUnsupportedError
+
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "attention")
 POISON = 30.0  # the value of cache entries a kernel must not read
 
@@ -156,16 +158,26 @@ def _mla_reference(q, kv_cache, block_table, seqlens, scale):
         pytest.param(16, 16, [150, 40], "balanced", id="page16-balanced"),
     ],
 )
-def test_mla_decode(target, rng, heads, page_size, seqlens, num_split):
+@pytest.mark.parametrize("fuse_combine", [False, True], ids=["combine", "fused"])
+def test_mla_decode(target, rng, heads, page_size, seqlens, num_split, fuse_combine):
     B = len(seqlens)
     scale = 0.1  # not 1/sqrt(576): the kernel must use the scale it is given
     kv_cache, block_table = _paged_cache(rng, seqlens, page_size)
     q = _f16(rng, (B, heads, 576))
     seqlens = np.array(seqlens, dtype=np.int32)
-    decode = mla_decode.MLADecode(B, heads, kv_cache.shape[0], page_size, block_table.shape[1], num_split,
-                                  softmax_scale=scale, target=target, num_blocks=5)
-    out = decode(q, kv_cache, block_table, seqlens)
-    _check(out, _mla_reference(q, kv_cache, block_table, seqlens, scale))
+    make = lambda: mla_decode.MLADecode(B, heads, kv_cache.shape[0], page_size, block_table.shape[1],  # noqa: E731
+                                        num_split, softmax_scale=scale, target=target, num_blocks=5,
+                                        fuse_combine=fuse_combine)
+    if fuse_combine and target == "webgpu":
+        with pytest.raises(TileLangUnsupportedError, match="T.atomic_add with a memory order"):
+            make()
+        return
+    decode = make()
+    for _ in range(2):  # the fused form's counters are back at 0 for the second launch
+        out = decode(q, kv_cache, block_table, seqlens)
+        _check(out, _mla_reference(q, kv_cache, block_table, seqlens, scale))
+    if fuse_combine:
+        assert not np.asarray(decode.seq_done.cpu() if hasattr(decode.seq_done, "cpu") else decode.seq_done).any()
 
 
 @pytest.mark.parametrize("num_split", ["balanced", 3])
@@ -253,6 +265,11 @@ CUDA_CASES = {
                                                      **mla_decode.tile_config("cuda", 128)),
     "mla_split_16_heads": lambda: mla_decode.mla_decode_split(128, 16, 8192, 64, 64, 132, 128 + 132, 576 ** -0.5,
                                                               **mla_decode.tile_config("cuda", 16)),
+    "mla_split_fused": lambda: mla_decode.mla_decode_split(64, 128, 4096, 64, 64, 66, 64 + 66, 576 ** -0.5,
+                                                           fuse_combine=True, **mla_decode.tile_config("cuda", 128)),
+    "mla_split_16_heads_fused": lambda: mla_decode.mla_decode_split(128, 16, 8192, 64, 64, 132, 128 + 132,
+                                                                    576 ** -0.5, fuse_combine=True,
+                                                                    **mla_decode.tile_config("cuda", 16)),
     "mla_combine": lambda: mla_decode.combine_items(64, 16, 64 + 132, 512),
     "sparse_mla": lambda: sparse_mla.sparse_mla_fwd(1, 1024, 8192, 128, 2048, 576 ** -0.5,
                                                     **sparse_mla.tile_config("cuda")),
@@ -275,7 +292,7 @@ def test_cuda_source_compiles(case):
     assert cubin[:4] == b"\x7fELF"
     gemms = [line for line in lowered.lowering_report().splitlines() if "T.gemm (" in line]  # the instruction choices
     # 16 query heads: a 16-row tile on mma.sync (a 64-row one would be three quarters padding).
-    instruction = "on mma.sync m16n8k16, 1 x 4 warps" if case == "mla_split_16_heads" else "on wgmma"
+    instruction = "on mma.sync m16n8k16, 1 x 4 warps" if case.startswith("mla_split_16_heads") else "on wgmma"
     assert all(instruction in line for line in gemms), gemms
     # The per-row factors are fragments spread over the threads as the output's rows: no
     # exchange through shared memory.
@@ -284,9 +301,14 @@ def test_cuda_source_compiles(case):
         # The producer reads the block table for a tile before it waits for the tile's slot
         # (the read's latency overlaps the wait), and only once for the tile's copies.
         source = _C.codegen(lowered, target)
-        consumers = 128 if case == "mla_split_16_heads" else 256  # the producer warpgroup follows them
+        consumers = 128 if case.startswith("mla_split_16_heads") else 256  # the producer warpgroup follows them
         producer = source[source.index(f"if (tx == {consumers})"):]
         read = producer.index("block_table[")
         assert read < producer.index("tl::mbarrier_wait(&pipeline_mbar") and producer.count("block_table[") == 1
+        if case.endswith("_fused"):
+            # The consumers' barrier (their partial outputs all written), then one thread's
+            # count between device-scope fences (acq_rel).
+            count = source.index("tl::atomic_fence_before<4>(), tl::atomic_fence_after<4>(tl::atomic_add(&seq_done[")
+            assert source.rindex(f"tl::named_barrier_sync(1, {consumers});", 0, count) > source.rindex("O_part[", 0, count)
     if case == "gqa_split":
         assert "pipelined by a TMA producer warpgroup" in lowered.lowering_report()

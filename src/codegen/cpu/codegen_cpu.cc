@@ -400,6 +400,9 @@ class CodeGenCPU : public Emitter {
     if (op == "use_swizzle") return;  // the order of blocks does not matter on the CPU
     if (op == "no_set_max_nreg") return;  // a hint to Hopper's warp specialisation
     if (op == "wait_wgmma") return;   // T.gemm is synchronous here
+    // T.sync_threads (also a named barrier): a block is one program here, its "threads"
+    // already in step at every statement.
+    if (op == "sync_threads" || op == "named_barrier_sync") return;
     if (op == "print") {
       std::string text = "tl::print(";
       for (size_t i = 0; i < call->args.size(); ++i) {
