@@ -246,3 +246,42 @@ def test_grid_from_a_scalar_parameter(target, rng):
         k(a, n, b)
         np.testing.assert_array_equal(b[:n], a[:n] * 2)
         assert (b[n:] == -1).all()
+
+
+def _unrolled_row_sums(factor):
+    @T.prim_func
+    def row_sums(A: T.Tensor((64, 32), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            acc = T.alloc_fragment((64,), "float32")
+            T.clear(acc)
+            for k in T.unroll(32, unroll_factor=factor):
+                for i in T.Parallel(64):
+                    acc[i] += A[i, k]
+            T.copy(acc, B)
+
+    return row_sums
+
+
+def test_unroll_factor_runs_and_reaches_cuda(target, rng):
+    # T.unroll(..., unroll_factor=4): the same sums; on CUDA `#pragma unroll 4`.
+    k = tilelang.compile(_unrolled_row_sums(4), target=target)
+    a = rng.standard_normal((64, 32)).astype(np.float32)
+    b = np.zeros(64, np.float32)
+    k(a, b)
+    np.testing.assert_allclose(b, a.sum(1), rtol=1e-5, atol=1e-5)
+    from tilelang import _C
+    source = _C.codegen(_C.lower(_unrolled_row_sums(4).handle, "cuda -arch=sm_90a", []), "cuda -arch=sm_90a")
+    assert "#pragma unroll 4\n" in source
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(unroll_factor=4, explicit=True), "explicit and unroll_factor are mutually exclusive"),
+    (dict(unroll_factor=0), "unroll_factor must be a positive Python int, got 0"),
+])
+def test_unroll_factor_errors(kwargs, message):
+    with pytest.raises(TileLangTypeError, match=message):
+        @T.prim_func
+        def bad(A: T.Tensor((32,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                for i in T.unroll(32, **kwargs):
+                    A[i] = 0

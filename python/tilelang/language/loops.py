@@ -125,8 +125,18 @@ def thread_binding(start, stop=None, thread=None, annotations=None):
 
 
 def unroll(*args, explicit=False, unroll_factor=None, annotations=None):
-    """A loop the compiler unrolls: T.unroll(stop) or T.unroll(start, stop)."""
-    return LoopSpec("unroll", [_range(args, "T.unroll")])
+    """A loop the compiler unrolls: T.unroll(stop) or T.unroll(start, stop). unroll_factor=n
+    unrolls n iterations at a time (`#pragma unroll n` on CUDA and HIP; the CPU and WebGPU
+    back ends leave unrolling to their compilers); explicit=True (upstream: unrolled in the
+    IR) unrolls it whole, as the default does here. The two are exclusive."""
+    attrs = {}
+    if unroll_factor is not None:
+        if explicit:
+            raise TypeError("T.unroll: explicit and unroll_factor are mutually exclusive (explicit unrolls the whole loop)")
+        if isinstance(unroll_factor, bool) or not isinstance(unroll_factor, int) or unroll_factor < 1:
+            raise TypeError(f"T.unroll: unroll_factor must be a positive Python int, got {unroll_factor!r}")
+        attrs["unroll_factor"] = unroll_factor
+    return LoopSpec("unroll", [_range(args, "T.unroll")], attrs)
 
 
 def vectorized(*args, annotations=None):

@@ -822,6 +822,10 @@ class CodeGenCUDA : public Emitter {
     // minutes: a loop whose unrolled nest would hold more than kMaxUnrolledCopies copies
     // of its body stays a loop (the loops inside it are still unrolled).
     if (spills_ && unrolled_copies(n) > kMaxUnrolledCopies) return pragma("unroll 1");
+    // T.unroll(..., unroll_factor=k): k iterations at a time.
+    auto factor = n->attrs.find("unroll_factor");
+    if (factor != n->attrs.end() && std::holds_alternative<int64_t>(factor->second))
+      return pragma("unroll " + std::to_string(std::get<int64_t>(factor->second)));
     pragma("unroll");
   }
 
