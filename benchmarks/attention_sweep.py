@@ -65,8 +65,8 @@ def main():
         q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.float16) for _ in range(3))
         qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))  # SDPA's native layout
 
-        def sdpa():
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        def sdpa(backend=SDPBackend.CUDNN_ATTENTION):
+            with sdpa_kernel(backend):
                 return torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
 
         expected = sdpa().transpose(1, 2)
@@ -102,6 +102,12 @@ def main():
                     f.write(kern.get_kernel_source())
         if args.refs:
             emit(label="cuDNN SDPA", dtype=kind, shape=shape, cfg=None, tflops=flops / bench(sdpa) / 1e9, err=0.0)
+            try:  # torch's FlashAttention back end (FlashAttention-2 kernels)
+                flash = lambda: sdpa(SDPBackend.FLASH_ATTENTION)  # noqa: E731
+                err = rel_err(flash().transpose(1, 2), expected)
+                emit(label="flash SDPA", dtype=kind, shape=shape, cfg=None, tflops=flops / bench(flash) / 1e9, err=err)
+            except RuntimeError as e:  # no flash kernel for this shape / build
+                emit(label="flash SDPA", dtype=kind, shape=shape, cfg=None, error=str(e).splitlines()[0][:160])
         del q, k, v, qt, kt, vt
         torch.cuda.empty_cache()
 

@@ -48,7 +48,8 @@ def main(paths):
         up = by.get("upstream")
         # The reference library: whichever other label measured this row (cuBLAS,
         # torch._scaled_mm, cuDNN SDPA...).
-        ref_name = next((k for k in by if k not in ("ours", "upstream")), None)
+        others = [k for k in by if k not in ("ours", "upstream")]  # the first is the ratio's reference
+        ref_name = others[0] if others else None
         ref = by.get(ref_name)
         cell = lambda v: f"{v[0]:.0f}" if v else "-"  # noqa: E731
         r_ref = ours[0] / ref[0] if ours and ref else None
@@ -58,7 +59,7 @@ def main(paths):
         if r_up:
             ratios[dtype][1].append(r_up)
         table.append((dtype, shape, cell(ours), str(tuple(ours[1])) if ours else "-", cell(up),
-                      f"{cell(ref)} ({ref_name})" if ref else "-", f"{r_ref:.2f}" if r_ref else "-",
+                      ", ".join(f"{cell(by[k])} ({k})" for k in others) if ref else "-", f"{r_ref:.2f}" if r_ref else "-",
                       f"{r_up:.2f}" if r_up else "-"))
     geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")  # noqa: E731
     widths = [max(len(str(r[i])) for r in table) for i in range(len(head))]

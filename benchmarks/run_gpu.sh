@@ -68,8 +68,10 @@ fi
 # benchmarks/mla_variants.py) in GB/s of cached rows beside the device copy bandwidth.
 mla_variants() {
   echo "== decode: MLA variants (GB/s of cached rows, beside the device copy bandwidth)"
-  MLA_VARIANTS=${MLA_VARIANTS:-'{"default": {}, "16x64 256 threads": {"block_H": 16, "threads": 256}}'}
-  timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/mla_variants.py --variants "$MLA_VARIANTS" --splits 4 balanced 2>&1 \
+  # The default tiles (16 heads x 64 rows, 2 stages), the fused combine, and deeper pipelines
+  # of 32-row tiles (4 or 5 stages; or 2 stages and two blocks an SM).
+  MLA_VARIANTS=${MLA_VARIANTS:-'{"default": {}, "fused": {"fuse_combine": true}, "n32s4": {"block_N": 32, "num_stages": 4}, "n32s5": {"block_N": 32, "num_stages": 5}, "n32 2/SM": {"block_N": 32, "num_stages": 2, "num_blocks": 264}}'}
+  timeout ${SWEEP_TIMEOUT:-900} $PY benchmarks/mla_variants.py --variants "$MLA_VARIANTS" --splits balanced 2>&1 \
     | grep -v -e Warning -e "return JITKernel" | tee "$LOGS/mla_variants.txt"
 }
 # Upstream's MLA decode examples, unchanged, run by ours and by upstream TileLang in turn
