@@ -92,6 +92,12 @@ Stmt copy_between_layouts(const TileOpNode& op, const TilePartition& ls, ThreadC
 Stmt lower_copy_threads(const TileOpNode& op, ThreadContext& ctx) {
   require_regions(op, 2, kOpName);
   if (attr_int(op, "tma", 0)) return lower_copy_tma(op, ctx);
+  // eviction_policy is a cache policy of TMA loads; other copies' loads take none.
+  if (op.attrs.count("eviction_policy") && ctx.report)
+    ctx.report->push_back(op.span.str() + ": T.copy " + op.regions[0].buffer->name + " -> " +
+                          op.regions[1].buffer->name + ": eviction_policy has no effect (not a TMA load: " +
+                          (ctx.target.kind == "cuda" ? why_not_tma_load(op, ctx.target) : "not sm_90a") +
+                          "; the L2 policy is given to TMA loads only)");
   if (op.attrs.count("cluster_mask"))
     fail(ErrorKind::Unsupported, op.span,
          "T.copy_cluster(cluster_mask=...) is issued by the TMA pipeline of a T.Pipelined loop (num_stages >= 2), "

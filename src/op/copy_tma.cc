@@ -11,6 +11,7 @@
 
 #include "arith/analyzer.h"
 #include "ir/error.h"
+#include "ir/functor.h"
 #include "ir/op.h"
 #include "op/region.h"
 #include "layout/swizzle.h"
@@ -142,11 +143,34 @@ Stmt multicast_or_load(const TileOpNode& op, ThreadContext& ctx, int64_t mask) {
   return std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, rank, make_int(leader), sp), make_seq(casts, sp), own, sp);
 }
 
+// T.copy(..., eviction_policy=k): every TMA load of the copy gets a last argument
+// l2_policy(k), the cache policy of its lines in L2 (0 evict_normal, 1 evict_first,
+// 2 evict_last; codegen_cuda.cc).
+class AddL2Policy : public IRMutator {
+ public:
+  explicit AddL2Policy(int64_t policy) : policy_(policy) {}
+
+ protected:
+  Stmt mutate_evaluate(const Stmt& s, const EvaluateNode* n) override {
+    auto* c = as<CallNode>(n->value);
+    if (!c || (c->op != "tma_load" && c->op != "tma_load_multicast")) return s;
+    std::vector<Expr> args = c->args;
+    args.push_back(std::make_shared<CallNode>(DataType::UInt(64), "l2_policy", std::vector<Expr>{make_int(policy_)},
+                                              c->span));
+    return std::make_shared<EvaluateNode>(std::make_shared<CallNode>(c->dtype, c->op, std::move(args), c->span),
+                                          n->span);
+  }
+
+ private:
+  int64_t policy_;
+};
+
 Stmt lower_copy_tma(const TileOpNode& op, ThreadContext& ctx) {
   Span sp = op.span;
   if (op.args.size() != 1 || !as<BufferLoadNode>(op.args[0]))
     fail(ErrorKind::Internal, sp, "internal: a TMA copy takes its mbarrier element");
   std::vector<Stmt> loads = {multicast_or_load(op, ctx, attr_int(op, "cluster_mask", 0))};
+  if (op.attrs.count("eviction_policy")) loads[0] = AddL2Policy(attr_int(op, "eviction_policy", 0)).mutate(loads[0]);
   if (!attr_int(op, "by_hand", 0)) return make_seq(loads, sp);
   if (std::string why = why_not_tma_load(op, ctx.target); !why.empty())
     fail(ErrorKind::Unsupported, sp, "T.tma_copy: " + why, "use T.copy, which picks a mechanism that can take it");

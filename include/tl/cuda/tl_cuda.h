@@ -540,6 +540,44 @@ TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0,
       : "memory");
 }
 
+// T.copy(..., eviction_policy=...): the L2 priority of a TMA load's lines, a cache policy
+// made by createpolicy (Kind 0 evict_normal, 1 evict_first, 2 evict_last) and passed as the
+// load's last argument (.L2::cache_hint).
+struct L2Policy {
+  uint64_t bits;
+};
+template <int Kind>
+TL_DEVICE L2Policy l2_policy() {
+  uint64_t bits = 0;
+  if constexpr (Kind == 1) TL_SM90("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(bits));
+  else if constexpr (Kind == 2) TL_SM90("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(bits));
+  else TL_SM90("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(bits));
+  return {bits};
+}
+#define TL_TMA_LOAD_HINT(DIMS, COORDS, ...)                                                                    \
+  TL_SM90("cp.async.bulk.tensor." DIMS ".shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint " \
+          "[%0], [%1, {" COORDS "}], [%2], %3;\n" ::"r"(smem_addr(smem)),                                     \
+          "l"(&map), "r"(smem_addr(bar)), "l"(policy.bits), __VA_ARGS__                                      \
+          : "memory")
+TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0, L2Policy policy) {
+  TL_TMA_LOAD_HINT("1d", "%4", "r"(c0));
+}
+TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0, int c1, L2Policy policy) {
+  TL_TMA_LOAD_HINT("2d", "%4, %5", "r"(c0), "r"(c1));
+}
+TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0, int c1, int c2, L2Policy policy) {
+  TL_TMA_LOAD_HINT("3d", "%4, %5, %6", "r"(c0), "r"(c1), "r"(c2));
+}
+TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0, int c1, int c2, int c3,
+                        L2Policy policy) {
+  TL_TMA_LOAD_HINT("4d", "%4, %5, %6, %7", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+TL_DEVICE void tma_load(const TensorMap& map, void* smem, uint64_t* bar, int c0, int c1, int c2, int c3, int c4,
+                        L2Policy policy) {
+  TL_TMA_LOAD_HINT("5d", "%4, %5, %6, %7, %8", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+#undef TL_TMA_LOAD_HINT
+
 // The same load delivered by one instruction to every block of the cluster whose bit is
 // set in `mask`, at the same shared-memory offsets, each completing on its own `bar`.
 #define TL_TMA_MULTICAST(DIMS, COORDS, ...)                                                                    \
@@ -567,6 +605,33 @@ TL_DEVICE void tma_load_multicast(const TensorMap& map, void* smem, uint64_t* ba
   TL_TMA_MULTICAST("5d", "%4, %5, %6, %7, %8", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
 }
 #undef TL_TMA_MULTICAST
+#define TL_TMA_MULTICAST_HINT(DIMS, COORDS, ...)                                                               \
+  TL_SM90("cp.async.bulk.tensor." DIMS                                                                       \
+          ".shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint [%0], [%1, {" \
+          COORDS "}], [%2], %3, %4;\n" ::"r"(smem_addr(smem)),                                                \
+          "l"(&map), "r"(smem_addr(bar)), "h"(mask), "l"(policy.bits), __VA_ARGS__                          \
+          : "memory")
+TL_DEVICE void tma_load_multicast(const TensorMap& map, void* smem, uint64_t* bar, uint16_t mask, int c0,
+                                  L2Policy policy) {
+  TL_TMA_MULTICAST_HINT("1d", "%5", "r"(c0));
+}
+TL_DEVICE void tma_load_multicast(const TensorMap& map, void* smem, uint64_t* bar, uint16_t mask, int c0, int c1,
+                                  L2Policy policy) {
+  TL_TMA_MULTICAST_HINT("2d", "%5, %6", "r"(c0), "r"(c1));
+}
+TL_DEVICE void tma_load_multicast(const TensorMap& map, void* smem, uint64_t* bar, uint16_t mask, int c0, int c1,
+                                  int c2, L2Policy policy) {
+  TL_TMA_MULTICAST_HINT("3d", "%5, %6, %7", "r"(c0), "r"(c1), "r"(c2));
+}
+TL_DEVICE void tma_load_multicast(const TensorMap& map, void* smem, uint64_t* bar, uint16_t mask, int c0, int c1,
+                                  int c2, int c3, L2Policy policy) {
+  TL_TMA_MULTICAST_HINT("4d", "%5, %6, %7, %8", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+TL_DEVICE void tma_load_multicast(const TensorMap& map, void* smem, uint64_t* bar, uint16_t mask, int c0, int c1,
+                                  int c2, int c3, int c4, L2Policy policy) {
+  TL_TMA_MULTICAST_HINT("5d", "%5, %6, %7, %8, %9", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+#undef TL_TMA_MULTICAST_HINT
 
 // cp.async.bulk.tensor store: the box of shared memory at smem to coords (innermost first)
 // of the tensor `map` describes, in the calling thread's bulk async-group. Coordinates past

@@ -71,7 +71,8 @@ def copy_cluster(src, dst, *, dst_block=None, cluster_mask=None, remote_barrier=
     if src_r.buffer.scope != "global" or dst_r.buffer.scope not in ("shared", "shared.dyn"):
         raise _builder.error(unsupported, "T.copy_cluster: a multicast (cluster_mask) copies global -> shared",
                              "the source must be a global tensor and the destination a shared tile")
-    _emit("copy", [src_r, dst_r], [], {"cluster_mask": mask})
+    from .tile_ops import _eviction_attrs
+    _emit("copy", [src_r, dst_r], [], {"cluster_mask": mask, **_eviction_attrs("T.copy_cluster", eviction_policy)})
 
 
 def _cluster_mask(name, cluster_mask):

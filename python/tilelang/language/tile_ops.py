@@ -50,9 +50,24 @@ def _emit(op, regions, args=(), attrs=None):
     b.emit(_C.tile_op(op, [r.as_tuple() for r in regions], list(args), attrs or {}))
 
 
+# T.copy's eviction_policy: the L2 priority of a TMA load's lines, as upstream numbers them.
+_EVICTION_POLICIES = {"evict_normal": 0, "evict_first": 1, "evict_last": 2}
+
+
+def _eviction_attrs(name, eviction_policy):
+    if eviction_policy is None:
+        return {}
+    if eviction_policy not in _EVICTION_POLICIES:
+        raise _builder.error(TileLangTypeError, f"{name}(..., eviction_policy={eviction_policy!r}): not an eviction policy",
+                             "use one of " + ", ".join(repr(k) for k in _EVICTION_POLICIES))
+    return {"eviction_policy": _EVICTION_POLICIES[eviction_policy]}
+
+
 def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None, loop_layout=None):
     """dst = src, element by element (cast to dst's dtype); reads past a global tensor's end
-    give 0 and writes past it are skipped."""
+    give 0 and writes past it are skipped. eviction_policy ("evict_normal", "evict_first",
+    "evict_last"): the L2 priority of the lines a TMA load brings (a cache policy on
+    cp.async.bulk.tensor; other copies take no hint, and the lowering report says so)."""
     dst_ext, src_ext = _extents(dst), _extents(src)
     if dst_ext is None and src_ext is None and is_expr(src) and is_expr(dst):
         # Two element loads: a one-element copy.
@@ -61,7 +76,9 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
     else:
         src_r = _as_region(src, dst_ext, "T.copy", "source")
         dst_r = _as_region(dst, [e for _, e in src_r.ranges], "T.copy", "destination")
-    _emit("copy", [src_r, dst_r], (), {"no_tma": "T.copy(..., disable_tma=True)"} if disable_tma else None)
+    attrs = {**({"no_tma": "T.copy(..., disable_tma=True)"} if disable_tma else {}),
+             **_eviction_attrs("T.copy", eviction_policy)}
+    _emit("copy", [src_r, dst_r], (), attrs or None)
 
 
 def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=None, eviction_policy=None,
@@ -87,8 +104,9 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
                      else Buffer(_C.load_parts(src)[0])).scope
         if src_scope in ("shared", "shared.dyn"):
             # A store: shared -> global, issued and committed, left in flight.
-            if barrier is not None or cluster_mask is not None:
-                raise _builder.error(TileLangTypeError, "T.tma_copy: a store takes no barrier and no cluster_mask",
+            if barrier is not None or cluster_mask is not None or eviction_policy is not None:
+                raise _builder.error(TileLangTypeError,
+                                     "T.tma_copy: a store takes no barrier, no cluster_mask and no eviction_policy",
                                      "wait for the store with T.tma_store_wait()")
             src_r = _as_region(src, _extents(dst), "T.tma_copy", "source")
             dst_r = _as_region(dst, [e for _, e in src_r.ranges], "T.tma_copy", "destination")
@@ -96,7 +114,7 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
                 raise _builder.error(unsupported, "T.tma_copy: a store from shared memory goes to a global tensor")
             _emit("copy", [src_r, dst_r], [], {"tma_store": 1, "by_hand": 1})
             return
-    attrs = {"tma": 1, "by_hand": 1}
+    attrs = {"tma": 1, "by_hand": 1, **_eviction_attrs("T.tma_copy", eviction_policy)}
     if cluster_mask is not None:
         from .cluster import _cluster_mask
         attrs["cluster_mask"] = _cluster_mask("T.tma_copy", cluster_mask)

@@ -169,6 +169,12 @@ std::vector<KernelSite> find_kernels(const PrimFunc& f, const std::string& targe
 
 // tma_load(global element, shared element, mbarrier element, swizzle bytes, rank,
 //          box..., coords...) and tma_store (the same, 0 for the mbarrier): the map it needs.
+// A TMA load's cache policy: its last argument l2_policy(k) (T.copy's eviction_policy).
+const CallNode* l2_policy_of(const CallNode* call) {
+  auto* last = call->args.empty() ? nullptr : dynamic_cast<const CallNode*>(call->args.back().get());
+  return last && last->op == "l2_policy" ? last : nullptr;
+}
+
 TensorMapSpec tma_spec_of(const CallNode* call) {
   TensorMapSpec spec;
   spec.dtype = call->args.at(0)->dtype;
@@ -176,7 +182,8 @@ TensorMapSpec tma_spec_of(const CallNode* call) {
   int64_t rank = *const_int(call->args.at(4));
   for (int64_t d = 0; d < rank; ++d) spec.box.push_back(*const_int(call->args.at(5 + d)));
   // After the coordinates, a load or store of a reordered tensor names the order.
-  if (call->op != "tma_load_multicast" && int64_t(call->args.size()) == 5 + 3 * rank)
+  int64_t args = int64_t(call->args.size()) - (l2_policy_of(call) ? 1 : 0);
+  if (call->op != "tma_load_multicast" && args == 5 + 3 * rank)
     for (int64_t d = 0; d < rank; ++d) spec.order.push_back(*const_int(call->args.at(size_t(5 + 2 * rank + d))));
   return spec;
 }
@@ -1198,6 +1205,8 @@ class CodeGenCUDA : public Emitter {
       if (op == "tma_load_multicast")
         text += ", (uint16_t)" + std::to_string(const_arg(call, 5 + 2 * rank, "cluster mask"));
       for (size_t d = rank; d-- > 0;) text += ", " + convert(call->args[5 + rank + d], DataType::Int(32)).text;
+      if (const CallNode* policy = l2_policy_of(call))
+        text += ", tl::l2_policy<" + std::to_string(const_arg(policy, 0, "L2 policy")) + ">()";
       line(text + ");");
       return;
     }
