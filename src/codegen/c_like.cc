@@ -487,6 +487,11 @@ Code Emitter::emit_intrinsic(const CallNode* n) {
     if (!xt.is_float()) return {"false"};
     return {"tl::" + op + "(" + convert(x, compute_type(xt)).text + ")"};
   }
+  if (op == "isfinite") {
+    if (!xt.is_float()) return {"true"};
+    return {"tl::isfinite(" + convert(x, compute_type(xt)).text + ")"};
+  }
+  if (op == "popcount" || op == "clz") return {"tl::" + op + "(" + emit(x).text + ")"};
   fail(ErrorKind::Unsupported, sp, unavailable);
 }
 

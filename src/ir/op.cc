@@ -17,6 +17,11 @@ const IntrinsicInfo kIntrinsics[] = {
     {"cos", 1, true},      {"tan", 1, true},       {"erf", 1, true},     {"floor", 1, true},
     {"ceil", 1, true},     {"round", 1, true},     {"trunc", 1, true},   {"pow", 2, true},
     {"fmod", 2, true},     {"abs", 1, false},      {"isnan", 1, false},  {"isinf", 1, false},
+    {"acos", 1, true},     {"asin", 1, true},      {"atan", 1, true},    {"sinh", 1, true},
+    {"cosh", 1, true},     {"asinh", 1, true},     {"acosh", 1, true},   {"atanh", 1, true},
+    {"nearbyint", 1, true}, {"atan2", 2, true},    {"copysign", 2, true}, {"hypot", 2, true},
+    {"nextafter", 2, true}, {"ldexp", 2, true},    {"fma", 3, true},     {"isfinite", 1, false},
+    {"popcount", 1, false}, {"clz", 1, false},  // bits set / leading zero bits of a 32- or 64-bit integer
     {"thread_index", 1, false},  // index of the thread within the block, per dimension
     {"thread_range", 2, false},  // `with T.ws(...)`: whether the thread is in [lo, hi) of the block
     {"block_rank_in_cluster", 0, false},  // rank of the block in its thread-block cluster
@@ -329,7 +334,13 @@ Expr call(const std::string& op, std::vector<Expr> args, Span span) {
     if (!t.is_float()) t = DataType::Float(32);
     for (auto& a : args) a = cast(t, a, span);
   }
-  if (op == "isnan" || op == "isinf" || op == "thread_range") t = DataType::Bool();
+  if (op == "isnan" || op == "isinf" || op == "isfinite" || op == "thread_range") t = DataType::Bool();
+  if (op == "popcount" || op == "clz") {
+    if (!(t.is_int() || t.is_uint()) || (t.bits != 32 && t.bits != 64))
+      fail(ErrorKind::Type, span, "T." + op + " takes a 32- or 64-bit integer, got " + t.str(),
+           "cast the value first, e.g. T." + op + "(T.Cast(\"int32\", x))");
+    t = DataType::Int(32);
+  }
   if (op == "print") t = DataType::Void();
   return std::make_shared<CallNode>(t, op, std::move(args), span);
 }

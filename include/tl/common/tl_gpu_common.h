@@ -87,7 +87,28 @@ TL_GPU_UNARY(ceil, ceilf(x), ::ceil(x))
 // Round half to even, as numpy.round does.
 TL_GPU_UNARY(round, rintf(x), ::rint(x))
 TL_GPU_UNARY(trunc, truncf(x), ::trunc(x))
+TL_GPU_UNARY(acos, acosf(x), ::acos(x))
+TL_GPU_UNARY(asin, asinf(x), ::asin(x))
+TL_GPU_UNARY(atan, atanf(x), ::atan(x))
+TL_GPU_UNARY(sinh, sinhf(x), ::sinh(x))
+TL_GPU_UNARY(cosh, coshf(x), ::cosh(x))
+TL_GPU_UNARY(asinh, asinhf(x), ::asinh(x))
+TL_GPU_UNARY(acosh, acoshf(x), ::acosh(x))
+TL_GPU_UNARY(atanh, atanhf(x), ::atanh(x))
+TL_GPU_UNARY(nearbyint, rintf(x), ::rint(x))  // half to even
 #undef TL_GPU_UNARY
+
+#define TL_GPU_BINARY(name, expr_f, expr_d)                 \
+  TL_DEVICE float name(float x, float y) { return expr_f; } \
+  TL_DEVICE double name(double x, double y) { return expr_d; }
+TL_GPU_BINARY(atan2, atan2f(x, y), ::atan2(x, y))
+TL_GPU_BINARY(copysign, copysignf(x, y), ::copysign(x, y))
+TL_GPU_BINARY(hypot, hypotf(x, y), ::hypot(x, y))
+TL_GPU_BINARY(nextafter, nextafterf(x, y), ::nextafter(x, y))
+TL_GPU_BINARY(ldexp, ldexpf(x, int(y)), ::ldexp(x, int(y)))  // x * 2^y, y an integer value
+#undef TL_GPU_BINARY
+TL_DEVICE float fma(float x, float y, float z) { return fmaf(x, y, z); }
+TL_DEVICE double fma(double x, double y, double z) { return ::fma(x, y, z); }
 
 TL_DEVICE float pow(float x, float y) { return powf(x, y); }
 TL_DEVICE double pow(double x, double y) { return ::pow(x, y); }
@@ -105,6 +126,19 @@ TL_DEVICE bool isnan(float x) { return x != x; }
 TL_DEVICE bool isnan(double x) { return x != x; }
 TL_DEVICE bool isinf(float x) { return fabsf(x) == __int_as_float(0x7f800000); }
 TL_DEVICE bool isinf(double x) { return ::fabs(x) == __longlong_as_double(0x7ff0000000000000LL); }
+TL_DEVICE bool isfinite(float x) { return !isnan(x) && !isinf(x); }
+TL_DEVICE bool isfinite(double x) { return !isnan(x) && !isinf(x); }
+// Bits set, and leading zero bits (the width for 0), of a 32- or 64-bit integer.
+template <typename T>
+TL_DEVICE int popcount(T x) {
+  if constexpr (sizeof(T) == 8) return __popcll(static_cast<unsigned long long>(x));
+  else return __popc(static_cast<unsigned int>(x));
+}
+template <typename T>
+TL_DEVICE int clz(T x) {
+  if constexpr (sizeof(T) == 8) return __clzll(static_cast<long long>(x));
+  else return __clz(static_cast<int>(x));
+}
 
 // ------------------------------------------------------------------ atomics
 

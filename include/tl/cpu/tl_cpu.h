@@ -380,7 +380,28 @@ TL_CPU_UNARY(ceil, std::ceil(x), std::ceil(x))
 // Round half to even, as numpy.round and CUDA's rintf do.
 TL_CPU_UNARY(round, std::nearbyint(x), std::nearbyint(x))
 TL_CPU_UNARY(trunc, std::trunc(x), std::trunc(x))
+TL_CPU_UNARY(acos, std::acos(x), std::acos(x))
+TL_CPU_UNARY(asin, std::asin(x), std::asin(x))
+TL_CPU_UNARY(atan, std::atan(x), std::atan(x))
+TL_CPU_UNARY(sinh, std::sinh(x), std::sinh(x))
+TL_CPU_UNARY(cosh, std::cosh(x), std::cosh(x))
+TL_CPU_UNARY(asinh, std::asinh(x), std::asinh(x))
+TL_CPU_UNARY(acosh, std::acosh(x), std::acosh(x))
+TL_CPU_UNARY(atanh, std::atanh(x), std::atanh(x))
+TL_CPU_UNARY(nearbyint, std::nearbyint(x), std::nearbyint(x))  // half to even
 #undef TL_CPU_UNARY
+
+#define TL_CPU_BINARY(name, expr)                        \
+  inline float name(float x, float y) { return expr; } \
+  inline double name(double x, double y) { return expr; }
+TL_CPU_BINARY(atan2, std::atan2(x, y))
+TL_CPU_BINARY(copysign, std::copysign(x, y))
+TL_CPU_BINARY(hypot, std::hypot(x, y))
+TL_CPU_BINARY(nextafter, std::nextafter(x, y))
+TL_CPU_BINARY(ldexp, std::ldexp(x, int(y)))  // x * 2^y, y an integer value
+#undef TL_CPU_BINARY
+inline float fma(float x, float y, float z) { return std::fma(x, y, z); }
+inline double fma(double x, double y, double z) { return std::fma(x, y, z); }
 
 inline float pow(float x, float y) { return std::pow(x, y); }
 inline double pow(double x, double y) { return std::pow(x, y); }
@@ -401,6 +422,20 @@ inline bool isnan(float x) { return std::isnan(x); }
 inline bool isnan(double x) { return std::isnan(x); }
 inline bool isinf(float x) { return std::isinf(x); }
 inline bool isinf(double x) { return std::isinf(x); }
+inline bool isfinite(float x) { return std::isfinite(x); }
+inline bool isfinite(double x) { return std::isfinite(x); }
+// Bits set, and leading zero bits (the width for 0), of a 32- or 64-bit integer.
+template <typename T>
+inline int popcount(T x) {
+  if constexpr (sizeof(T) == 8) return __builtin_popcountll(static_cast<unsigned long long>(x));
+  else return __builtin_popcount(static_cast<unsigned int>(x));
+}
+template <typename T>
+inline int clz(T x) {
+  if (x == 0) return int(sizeof(T) * 8);
+  if constexpr (sizeof(T) == 8) return __builtin_clzll(static_cast<unsigned long long>(x));
+  else return __builtin_clz(static_cast<unsigned int>(x));
+}
 
 // ------------------------------------------------------------------ printing
 

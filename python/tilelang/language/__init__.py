@@ -27,7 +27,9 @@ from .loops import (Parallel, Persistent, Pipelined, Serial, grid, loop_break, s
 from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil, ceildiv, clamp, const, cos, erf,
                    exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, isinf, isnan,
                    log, log1p, log2, log10, max, max_value, min, min_value, pow, round, rsqrt, sigmoid, sin,
-                   sqrt, tan, tanh, trunc, truncdiv, truncmod)
+                   sqrt, tan, tanh, trunc, truncdiv, truncmod,
+                   acos, acosh, asin, asinh, atan, atan2, atanh, clz, copysign, cosh, fma, hypot, isfinite, ldexp,
+                   nearbyint, nextafter, popcount, sinh)
 from .prim_func import prim_func
 from .conv import c2d_im2col, im2col
 from .tile_ops import (annotate_layout, atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm, print, tma_copy,

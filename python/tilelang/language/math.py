@@ -44,6 +44,61 @@ round = _unary("round")  # noqa: A001
 trunc = _unary("trunc")
 isnan = _unary("isnan")
 isinf = _unary("isinf")
+acos = _unary("acos")
+asin = _unary("asin")
+atan = _unary("atan")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
+nearbyint = _unary("nearbyint")
+nearbyint.__doc__ = "T.nearbyint(x): x rounded to the nearest integer value, halves to even."
+
+
+def isfinite(x):
+    """Whether x is neither NaN nor infinite (true for integers)."""
+    return _C.call("isfinite", [x])
+
+
+def popcount(x):
+    """The number of bits set in a 32- or 64-bit integer, as int32."""
+    return _C.call("popcount", [x])
+
+
+def clz(x):
+    """The number of leading zero bits of a 32- or 64-bit integer (its width for 0), as int32."""
+    return _C.call("clz", [x])
+
+
+def atan2(y, x):
+    """The angle of the point (x, y) (C's atan2(y, x))."""
+    return _C.call("atan2", [y, x])
+
+
+def copysign(x, y):
+    """|x| with the sign of y."""
+    return _C.call("copysign", [x, y])
+
+
+def hypot(x, y):
+    """sqrt(x * x + y * y), without overflow where the result fits."""
+    return _C.call("hypot", [x, y])
+
+
+def nextafter(x, y):
+    """The next representable value after x in the direction of y."""
+    return _C.call("nextafter", [x, y])
+
+
+def ldexp(x, e):
+    """x * 2^e, e an integer value."""
+    return _C.call("ldexp", [x, e])
+
+
+def fma(x, y, z):
+    """x * y + z with one rounding."""
+    return _C.call("fma", [x, y, z])
 
 
 def abs(x):  # noqa: A001

@@ -554,6 +554,17 @@ class WgslCodegen {
       if (op == "isnan") return "(" + v + " != " + v + ")";
       return "(abs(" + v + ") == " + float_literal(INFINITY, x->dtype, sp) + ")";
     }
+    if (op == "isfinite") {
+      const Expr& x = n->args.at(0);
+      if (!x->dtype.is_float()) return "true";
+      std::string v = emit(x);
+      return "(" + v + " == " + v + " && abs(" + v + ") != " + float_literal(INFINITY, x->dtype, sp) + ")";
+    }
+    if (op == "popcount" || op == "clz") {
+      const Expr& x = n->args.at(0);
+      if (x->dtype.bits != 32) unsupported(sp, "T." + op + " of a " + x->dtype.str() + " (WGSL's integers are 32-bit)");
+      return "i32(" + std::string(op == "popcount" ? "countOneBits" : "countLeadingZeros") + "(" + emit(x) + "))";
+    }
     if (op == "abs") return "abs(" + emit(n->args.at(0)) + ")";
     if (!info->math) unsupported(sp, "the intrinsic '" + op + "'");
     DataType ct = n->dtype.is_float() ? n->dtype : DataType::Float(32);
@@ -564,7 +575,10 @@ class WgslCodegen {
     static const std::unordered_map<std::string, std::string> direct = {
         {"exp", "exp"},     {"exp2", "exp2"}, {"log", "log"},     {"log2", "log2"},   {"sqrt", "sqrt"},
         {"rsqrt", "inverseSqrt"}, {"tanh", "tanh"}, {"sin", "sin"}, {"cos", "cos"}, {"tan", "tan"},
-        {"floor", "floor"}, {"ceil", "ceil"}, {"trunc", "trunc"}, {"pow", "pow"}};
+        {"floor", "floor"}, {"ceil", "ceil"}, {"trunc", "trunc"}, {"pow", "pow"},
+        {"acos", "acos"},   {"asin", "asin"}, {"atan", "atan"},   {"sinh", "sinh"},   {"cosh", "cosh"},
+        {"asinh", "asinh"}, {"acosh", "acosh"}, {"atanh", "atanh"}, {"atan2", "atan2"},
+        {"nearbyint", "round"}};  // WGSL's round: half to even
     if (auto it = direct.find(op); it != direct.end()) {
       r = it->second + "(" + x + (a.size() > 1 ? ", " + a[1] : "") + ")";
     } else if (op == "exp10") {
@@ -579,6 +593,14 @@ class WgslCodegen {
       r = "(sign(" + x + ") * floor(abs(" + x + ") + " + type + "(0.5)))";
     } else if (op == "fmod") {
       r = "(" + x + " - " + a[1] + " * trunc(" + x + " / " + a[1] + "))";
+    } else if (op == "fma") {
+      r = "fma(" + x + ", " + a[1] + ", " + a[2] + ")";
+    } else if (op == "hypot") {
+      r = "length(vec2<" + type + ">(" + x + ", " + a[1] + "))";
+    } else if (op == "ldexp") {
+      r = "ldexp(" + x + ", i32(" + a[1] + "))";
+    } else if (op == "copysign" && ct == DataType::Float(32)) {
+      r = "bitcast<f32>((bitcast<u32>(" + x + ") & 0x7fffffffu) | (bitcast<u32>(" + a[1] + ") & 0x80000000u))";
     } else {
       unsupported(sp, "T." + op);
     }
