@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 
 #include "ir/error.h"
 #include "ir/functor.h"
@@ -475,6 +476,7 @@ Code Emitter::emit_intrinsic(const CallNode* n) {
     text += ")";
     return convert_code({text}, ct, n->dtype.is_float() ? n->dtype : ct, sp);
   }
+  if (is_warp_primitive(op)) return emit_warp_primitive(n);
   const Expr& x = n->args[0];
   DataType xt = x->dtype;
   if (op == "abs") {
@@ -492,6 +494,7 @@ Code Emitter::emit_intrinsic(const CallNode* n) {
     return {"tl::isfinite(" + convert(x, compute_type(xt)).text + ")"};
   }
   if (op == "popcount" || op == "clz") return {"tl::" + op + "(" + emit(x).text + ")"};
+
   fail(ErrorKind::Unsupported, sp, unavailable);
 }
 
@@ -655,6 +658,22 @@ std::string Emitter::ordered_atomic(const std::string& call, int order) {
   if (order == 0) return call;
   std::string o = std::to_string(order);
   return "(tl::atomic_fence_before<" + o + ">(), tl::atomic_fence_after<" + o + ">(" + call + "))";
+}
+
+bool Emitter::is_warp_primitive(const std::string& op) {
+  static const std::set<std::string> ops = {
+      "warp_size",       "any_sync",        "all_sync",        "ballot_sync",     "activemask",
+      "sync_warp",       "syncthreads_count", "syncthreads_and", "syncthreads_or", "warp_reduce_sum",
+      "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand", "warp_reduce_bitor"};
+  return ops.count(op) > 0;
+}
+
+Code Emitter::emit_warp_primitive(const CallNode* n) {
+  fail(ErrorKind::Unsupported, n->span,
+       "T." + n->op + " on target " + target_ + ": it needs the threads of a GPU warp or block",
+       target_ == "cpu" ? "the CPU back end runs each block as one program; write the warp's or block's work "
+                          "with T.Parallel and T.reduce_* instead"
+                        : "");
 }
 
 }  // namespace tl::c_like

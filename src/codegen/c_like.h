@@ -183,6 +183,11 @@ class Emitter {
   // its memory order (0 relaxed .. 5 seq_cst, as C++ numbers them), and the back end's C++
   // call `call` between the header's fences for the order (unchanged when relaxed).
   static bool is_atomic_call(const CallNode* n);
+  // T.get_lane_idx's warp size, warp votes and ballots, T.sync_warp, the block barriers
+  // with a predicate and the warp reductions (language/warp.py): GPU back ends emit them
+  // (tl::<op>(args) from their headers); the default rejects them.
+  static bool is_warp_primitive(const std::string& op);
+  virtual Code emit_warp_primitive(const CallNode* n);
   int atomic_memory_order(const CallNode* n) const;
   static std::string ordered_atomic(const std::string& call, int order);
 

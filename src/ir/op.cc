@@ -22,6 +22,14 @@ const IntrinsicInfo kIntrinsics[] = {
     {"nearbyint", 1, true}, {"atan2", 2, true},    {"copysign", 2, true}, {"hypot", 2, true},
     {"nextafter", 2, true}, {"ldexp", 2, true},    {"fma", 3, true},     {"isfinite", 1, false},
     {"popcount", 1, false}, {"clz", 1, false},  // bits set / leading zero bits of a 32- or 64-bit integer
+    // Warp and block primitives of CUDA / HIP (language/warp.py): the target's warp size;
+    // votes and a ballot over a lane mask; a warp barrier; block barriers with a predicate;
+    // a value reduced over the warp's lanes.
+    {"warp_size", 0, false},   {"any_sync", 2, false},  {"all_sync", 2, false},  {"ballot_sync", 2, false},
+    {"activemask", 0, false},  {"sync_warp", 1, false}, {"syncthreads_count", 1, false},
+    {"syncthreads_and", 1, false}, {"syncthreads_or", 1, false}, {"warp_reduce_sum", 1, false},
+    {"warp_reduce_max", 1, false}, {"warp_reduce_min", 1, false}, {"warp_reduce_bitand", 1, false},
+    {"warp_reduce_bitor", 1, false},
     {"thread_index", 1, false},  // index of the thread within the block, per dimension
     {"thread_range", 2, false},  // `with T.ws(...)`: whether the thread is in [lo, hi) of the block
     {"block_rank_in_cluster", 0, false},  // rank of the block in its thread-block cluster
@@ -335,6 +343,12 @@ Expr call(const std::string& op, std::vector<Expr> args, Span span) {
     for (auto& a : args) a = cast(t, a, span);
   }
   if (op == "isnan" || op == "isinf" || op == "isfinite" || op == "thread_range") t = DataType::Bool();
+  if (op == "warp_size" || op == "any_sync" || op == "all_sync" || op.rfind("syncthreads_", 0) == 0)
+    t = DataType::Int(32);
+  if (op == "ballot_sync" || op == "activemask") t = DataType::UInt(64);
+  if (op == "sync_warp") t = DataType::Void();
+  if ((op == "warp_reduce_bitand" || op == "warp_reduce_bitor") && !(t.is_int() || t.is_uint()))
+    fail(ErrorKind::Type, span, "T." + op + " takes an integer value, got " + t.str());
   if (op == "popcount" || op == "clz") {
     if (!(t.is_int() || t.is_uint()) || (t.bits != 32 && t.bits != 64))
       fail(ErrorKind::Type, span, "T." + op + " takes a 32- or 64-bit integer, got " + t.str(),

@@ -19,6 +19,7 @@ from kernels.reduction import reduce_tile
 from kernels.scan import cumsum_tile
 from kernels.softmax import softmax
 from kernels.transpose import transpose
+from kernels.warp import warp_primitives
 
 CASES = {
     "elementwise_guarded": lambda: add_broadcast_guarded(1000, 300),
@@ -50,6 +51,8 @@ CASES = {
     "dynamic_shape": lambda: scale_shift(64),
     "flash_attention_causal": lambda: flash_attention_fwd(1, 2, 128, 64, True),
     "flash_attention_fp32_ragged": lambda: flash_attention_fwd(1, 2, 100, 64, False, dtype="float32"),
+    "warp_primitives": lambda: warp_primitives(),
+    "warp_primitives_fp16": lambda: warp_primitives(dtype="float16"),
 }
 
 

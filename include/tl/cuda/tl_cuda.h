@@ -499,6 +499,33 @@ TL_DEVICE void mbarrier_arrive_cluster(uint64_t* bar, uint32_t blocks) {
     for (uint32_t r = 0; r < blocks; ++r) mbarrier_arrive_remote(bar, r);
 }
 
+// language/warp.py: a warp of 32 lanes; votes, ballots and barriers of the warp; block
+// barriers that count, and, or a predicate; a value reduced over the warp (butterfly).
+TL_DEVICE int warp_size() { return 32; }
+TL_DEVICE int any_sync(unsigned mask, int p) { return __any_sync(mask, p); }
+TL_DEVICE int all_sync(unsigned mask, int p) { return __all_sync(mask, p); }
+TL_DEVICE uint64_t ballot_sync(unsigned mask, int p) { return __ballot_sync(mask, p); }
+TL_DEVICE uint64_t activemask() { return __activemask(); }
+TL_DEVICE void sync_warp(unsigned mask) { __syncwarp(mask); }
+TL_DEVICE int syncthreads_count(int p) { return __syncthreads_count(p); }
+TL_DEVICE int syncthreads_and(int p) { return __syncthreads_and(p); }
+TL_DEVICE int syncthreads_or(int p) { return __syncthreads_or(p); }
+template <typename T, typename Combine>
+TL_DEVICE T warp_reduce(T v, Combine combine) {
+  for (int lane_mask = 16; lane_mask > 0; lane_mask >>= 1) v = combine(v, shfl_xor(v, lane_mask, 32));
+  return v;
+}
+template <typename T>
+TL_DEVICE T warp_reduce_sum(T v) { return warp_reduce(v, [](T a, T b) { return a + b; }); }
+template <typename T>
+TL_DEVICE T warp_reduce_max(T v) { return warp_reduce(v, [](T a, T b) { return a < b ? b : a; }); }
+template <typename T>
+TL_DEVICE T warp_reduce_min(T v) { return warp_reduce(v, [](T a, T b) { return b < a ? b : a; }); }
+template <typename T>
+TL_DEVICE T warp_reduce_bitand(T v) { return warp_reduce(v, [](T a, T b) { return a & b; }); }
+template <typename T>
+TL_DEVICE T warp_reduce_bitor(T v) { return warp_reduce(v, [](T a, T b) { return a | b; }); }
+
 // Brings a tensor map into the cache before its first TMA copy needs it.
 TL_DEVICE void prefetch_tensor_map(const TensorMap& map) {
   TL_SM90("prefetch.tensormap [%0];\n" ::"l"(&map) : "memory");

@@ -109,6 +109,34 @@ TL_DEVICE T shfl(T value, int src_lane, int width) {
   return shuffle_bits(value, [&](auto v) { return __shfl(v, src_lane, width); });
 }
 
+// language/warp.py: the wavefront is the warp (its lanes run in step: the masks of the
+// votes, ballots and warp barrier are all of it); block barriers that count, and, or a
+// predicate; a value reduced over the wavefront (butterfly).
+TL_DEVICE int warp_size() { return warpSize; }
+TL_DEVICE int any_sync(unsigned, int p) { return __any(p); }
+TL_DEVICE int all_sync(unsigned, int p) { return __all(p); }
+TL_DEVICE uint64_t ballot_sync(unsigned, int p) { return __ballot(p); }
+TL_DEVICE uint64_t activemask() { return __ballot(1); }
+TL_DEVICE void sync_warp(unsigned) { __builtin_amdgcn_wave_barrier(); }
+TL_DEVICE int syncthreads_count(int p) { return __syncthreads_count(p); }
+TL_DEVICE int syncthreads_and(int p) { return __syncthreads_and(p); }
+TL_DEVICE int syncthreads_or(int p) { return __syncthreads_or(p); }
+template <typename T, typename Combine>
+TL_DEVICE T warp_reduce(T v, Combine combine) {
+  for (int lane_mask = warpSize / 2; lane_mask > 0; lane_mask >>= 1) v = combine(v, shfl_xor(v, lane_mask, warpSize));
+  return v;
+}
+template <typename T>
+TL_DEVICE T warp_reduce_sum(T v) { return warp_reduce(v, [](T a, T b) { return a + b; }); }
+template <typename T>
+TL_DEVICE T warp_reduce_max(T v) { return warp_reduce(v, [](T a, T b) { return a < b ? b : a; }); }
+template <typename T>
+TL_DEVICE T warp_reduce_min(T v) { return warp_reduce(v, [](T a, T b) { return b < a ? b : a; }); }
+template <typename T>
+TL_DEVICE T warp_reduce_bitand(T v) { return warp_reduce(v, [](T a, T b) { return a & b; }); }
+template <typename T>
+TL_DEVICE T warp_reduce_bitor(T v) { return warp_reduce(v, [](T a, T b) { return a | b; }); }
+
 // ------------------------------------------------------------------ atomics
 
 // Native instructions (exact matches win over the compare-and-swap templates); HIP has no

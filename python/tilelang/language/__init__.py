@@ -31,6 +31,10 @@ from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil
                    acos, acosh, asin, asinh, atan, atan2, atanh, clz, copysign, cosh, fma, hypot, isfinite, ldexp,
                    nearbyint, nextafter, popcount, sinh)
 from .prim_func import prim_func
+from .warp import (activemask, all_sync, any_sync, ballot_sync, get_block_extent, get_block_extents, get_lane_idx,
+                   get_thread_extent, get_thread_extents, get_warp_group_idx, get_warp_idx, get_warp_idx_sync,
+                   shuffle_elect, sync_warp, syncthreads_and, syncthreads_count, syncthreads_or, warp_reduce_bitand,
+                   warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum)
 from .conv import c2d_im2col, im2col
 from .tile_ops import (annotate_layout, atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, clear, copy, cumsum, fill, gemm, print, tma_copy,
                        wgmma_gemm,

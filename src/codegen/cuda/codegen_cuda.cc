@@ -693,6 +693,22 @@ class CodeGenCUDA : public Emitter {
     return emit_intrinsic(n);
   }
 
+  // language/warp.py's primitives: tl::<op>(...) of the CUDA and HIP headers (masks as
+  // 32-bit, predicates as int; a warp reduction in the value's compute type).
+  Code emit_warp_primitive(const CallNode* n) override {
+    const std::string& op = n->op;
+    std::string text = "tl::" + op + "(";
+    if (op.rfind("warp_reduce_", 0) == 0) {
+      DataType ct = compute_type(n->args[0]->dtype);
+      return convert_code({text + convert(n->args[0], ct).text + ")"}, ct, n->dtype, n->span);
+    }
+    for (size_t i = 0; i < n->args.size(); ++i) {
+      bool mask = i == 0 && (op == "any_sync" || op == "all_sync" || op == "ballot_sync" || op == "sync_warp");
+      text += (i ? ", " : "") + convert(n->args[i], mask ? DataType::UInt(32) : DataType::Int(32)).text;
+    }
+    return {text + ")"};
+  }
+
   // atomic_add/max/min(BufferLoad, value[, memory order]): the element's previous value.
   Code emit_atomic(const CallNode* n) {
     const std::string& op = n->op;
@@ -1344,6 +1360,10 @@ class CodeGenCUDA : public Emitter {
       require_arch(80, call->span, "cp.async");
       int64_t pending = const_arg(call, 0, "group count");
       line("tl::cp_async_wait<" + std::to_string(pending) + ">();");
+      return;
+    }
+    if (op == "sync_warp") {  // a statement of language/warp.py
+      line(emit_warp_primitive(call).text + ";");
       return;
     }
     if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min") {
