@@ -642,7 +642,7 @@ std::vector<Expr> Emitter::index_strides(const Buffer& b, const std::vector<Expr
 }
 
 bool Emitter::is_atomic_call(const CallNode* n) {
-  return (n->op == "atomic_add" || n->op == "atomic_max" || n->op == "atomic_min") &&
+  return (n->op == "atomic_add" || n->op == "atomic_max" || n->op == "atomic_min" || n->op == "atomic_or") &&
          (n->args.size() == 2 || n->args.size() == 3);
 }
 
@@ -674,6 +674,15 @@ Code Emitter::emit_warp_primitive(const CallNode* n) {
        target_ == "cpu" ? "the CPU back end runs each block as one program; write the warp's or block's work "
                           "with T.Parallel and T.reduce_* instead"
                         : "");
+}
+
+std::string Emitter::atomic_load_store(const CallNode* n, const std::string& element, const std::string& value) {
+  size_t at = n->op == "atomic_load" ? 1 : 2;
+  const int64_t* order = n->args.size() == at + 1 ? const_int(n->args[at]) : nullptr;
+  if (!order) fail(ErrorKind::Internal, n->span, internal_ + "T." + n->op + " takes its memory order last");
+  std::string o = std::to_string(*order);
+  if (n->op == "atomic_load") return "tl::atomic_load<" + o + ">(&" + element + ")";
+  return "tl::atomic_store<" + o + ">(&" + element + ", " + value + ")";
 }
 
 }  // namespace tl::c_like

@@ -190,6 +190,9 @@ class Emitter {
   virtual Code emit_warp_primitive(const CallNode* n);
   int atomic_memory_order(const CallNode* n) const;
   static std::string ordered_atomic(const std::string& call, int order);
+  // T.atomic_load(element, order) / T.atomic_store(element, value, order): the header's
+  // tl::atomic_load<order>(&element) / tl::atomic_store<order>(&element, value).
+  std::string atomic_load_store(const CallNode* n, const std::string& element, const std::string& value);
 
   // ---------------------------------------------------------------- statements
   void emit_stmt(const Stmt& s);

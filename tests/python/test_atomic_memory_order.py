@@ -138,3 +138,70 @@ def test_tma_reduction_takes_no_memory_order():
                 S = T.alloc_shared((64, 64), "float32")
                 T.copy(A, S)
                 T.atomic_add(B, S, use_tma=True, memory_order="release")
+
+
+def published_sum(blocks, per, store_order="release", load_order="acquire"):
+    """Each block publishes its partial sum by T.atomic_store and sets its bit of Seen by
+    T.atomic_or; the block that completes the set (an acq_rel count) reads every partial
+    by T.atomic_load and writes the total."""
+
+    @T.prim_func
+    def published(A: T.Tensor((blocks * per,), "float32"), Partial: T.Tensor((blocks,), "float32"),
+                  Seen: T.Tensor((1,), "int32"), Count: T.Tensor((1,), "int32"), Total: T.Tensor((1,), "float32")):
+        with T.Kernel(blocks, threads=32) as bx:
+            part = T.alloc_shared((per,), "float32")
+            s = T.alloc_fragment((1,), "float32")
+            done_before = T.alloc_shared((1,), "int32")
+            total = T.alloc_var("float32")
+            T.copy(A[bx * per:(bx + 1) * per], part)
+            T.reduce_sum(part, s, dim=0)
+            for i in T.Parallel(1):
+                T.atomic_store(Partial[bx], s[0], memory_order=store_order)
+                T.atomic_or(Seen[0], 1 << bx)
+                done_before[i] = T.atomic_add(Count[0], 1, return_prev=True, memory_order="acq_rel")
+            if done_before[0] == blocks - 1:
+                total = 0
+                for k in T.serial(blocks):
+                    total += T.atomic_load(Partial[k], memory_order=load_order)
+                Total[0] = total
+                Count[0] = 0
+
+    return published
+
+
+def test_atomic_load_store_or(target, rng):
+    blocks, per = 30, 64
+    if target == "webgpu":
+        with pytest.raises(TileLangUnsupportedError, match="T.atomic_store with a memory order other than relaxed"):
+            tilelang.compile(published_sum(blocks, per), target=target)
+        return
+    k = tilelang.compile(published_sum(blocks, per), target=target)
+    a = rng.standard_normal(blocks * per).astype(np.float32)
+    partial, seen, count, total = (np.zeros(blocks, np.float32), np.zeros(1, np.int32), np.zeros(1, np.int32),
+                                   np.zeros(1, np.float32))
+    k(a, partial, seen, count, total)
+    assert seen[0] == (1 << blocks) - 1 and count[0] == 0
+    np.testing.assert_allclose(partial, a.reshape(blocks, per).sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(total[0], a.astype(np.float64).sum(), rtol=1e-4, atol=1e-3)
+
+
+def test_atomic_load_store_cuda_source():
+    source = _C.codegen(_C.lower(published_sum(8, 64).handle, SM90, []), SM90)
+    assert "tl::atomic_store<3>(&Partial[bx], " in source
+    assert "tl::atomic_or(&Seen[0], " in source
+    assert "tl::atomic_load<2>(&Partial[k])" in source
+    sass, _, _ = sass_of(published_sum(8, 64))
+    assert "RED.E.OR" in sass or "ATOMG.E.OR" in sass, sass
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda F: T.atomic_load(F[0], memory_order="release"), r"memory_order='release'\): not an order of T.atomic_load"),
+    (lambda F: T.atomic_store(F[0], 1, memory_order="acquire"), r"memory_order='acquire'\): not an order of T.atomic_store"),
+    (lambda F: T.atomic_or(F, 1), "T.atomic_or updates one element"),
+])
+def test_atomic_load_store_or_errors(call, message):
+    with pytest.raises(TileLangTypeError, match=message):
+        @T.prim_func
+        def bad(F: T.Tensor((4,), "int32")):
+            with T.Kernel(1, threads=32) as bx:
+                F[1] = call(F)

@@ -234,6 +234,41 @@ TL_DEVICE T atomic_fence_after(T previous) {
   return previous;
 }
 
+// T.atomic_load / T.atomic_store: a volatile (strong, relaxed) access of the element's
+// bits between the same fences: acquire (and consume, seq_cst) after a load, release (and
+// seq_cst) before a store, seq_cst on both sides.
+namespace detail {
+template <int Bytes> struct bits_of;
+template <> struct bits_of<1> { using type = uint8_t; };
+template <> struct bits_of<2> { using type = uint16_t; };
+template <> struct bits_of<4> { using type = uint32_t; };
+template <> struct bits_of<8> { using type = unsigned long long; };
+}  // namespace detail
+template <int Order, typename T>
+TL_DEVICE T atomic_load(const T* address) {
+  using B = typename detail::bits_of<sizeof(T)>::type;
+  if constexpr (Order == 5) __threadfence();
+  B bits = *reinterpret_cast<const volatile B*>(address);
+  if constexpr (Order == 1 || Order == 2 || Order == 5) __threadfence();
+  return detail::bits_as<T>(bits);
+}
+template <int Order, typename T>
+TL_DEVICE void atomic_store(T* address, T value) {
+  using B = typename detail::bits_of<sizeof(T)>::type;
+  if constexpr (Order == 3 || Order == 5) __threadfence();
+  *reinterpret_cast<volatile B*>(address) = detail::bits_as<B>(value);
+  if constexpr (Order == 5) __threadfence();
+}
+// T.atomic_or of a 32- or 64-bit integer element; the previous value.
+template <typename T>
+TL_DEVICE T atomic_or(T* address, T value) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "T.atomic_or takes a 32- or 64-bit integer");
+  if constexpr (sizeof(T) == 4)
+    return T(atomicOr(reinterpret_cast<unsigned int*>(address), static_cast<unsigned int>(value)));
+  else
+    return T(atomicOr(reinterpret_cast<unsigned long long*>(address), static_cast<unsigned long long>(value)));
+}
+
 
 // ------------------------------------------------------------------ block order
 

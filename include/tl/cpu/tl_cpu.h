@@ -354,6 +354,26 @@ inline T atomic_fence_after(T previous) {
   return previous;
 }
 
+// T.atomic_load / T.atomic_store with the order numbered as above; T.atomic_or of an integer.
+constexpr int atomic_order(int order) {
+  return order == 1 ? __ATOMIC_CONSUME : order == 2 ? __ATOMIC_ACQUIRE : order == 3 ? __ATOMIC_RELEASE
+       : order == 4 ? __ATOMIC_ACQ_REL : order == 5 ? __ATOMIC_SEQ_CST : __ATOMIC_RELAXED;
+}
+template <int Order, typename T>
+inline T atomic_load(const T* address) {
+  T value;
+  __atomic_load(const_cast<T*>(address), &value, atomic_order(Order));
+  return value;
+}
+template <int Order, typename T>
+inline void atomic_store(T* address, T value) {
+  __atomic_store(address, &value, atomic_order(Order));
+}
+template <typename T>
+inline T atomic_or(T* address, T value) {
+  return __atomic_fetch_or(address, value, __ATOMIC_RELAXED);
+}
+
 // ------------------------------------------------------------------ math
 
 // Overloads for float and double; the code generator computes the storage types in float.

@@ -354,6 +354,51 @@ def atomic_min(dst, value, memory_order=None, return_prev=False):
     return _atomic("min", dst, value, return_prev, memory_order=memory_order)
 
 
+def atomic_or(dst, value, memory_order=None):
+    """dst |= value atomically, dst one element of an integer buffer; memory_order as for
+    T.atomic_add."""
+    if not (is_expr(dst) and dst.kind == "BufferLoad"):
+        raise _builder.error(TileLangTypeError, "T.atomic_or updates one element", "write T.atomic_or(flags[i], bits)")
+    if not (dst.dtype.startswith("int") or dst.dtype.startswith("uint")):
+        raise _builder.error(TileLangTypeError, f"T.atomic_or needs an integer element, got {dst.dtype}")
+    return _atomic("or", dst, value, memory_order=memory_order)
+
+
+def _element(name, x, what):
+    if not (is_expr(x) and x.kind == "BufferLoad"):
+        raise _builder.error(TileLangTypeError, f"{name}: the {what} must be one buffer element",
+                             f"write {name}(flag[0]{', value' if name == 'T.atomic_store' else ''})")
+    return x
+
+
+def _ordered(name, memory_order, allowed):
+    if memory_order not in allowed:
+        raise _builder.error(TileLangTypeError, f"{name}(..., memory_order={memory_order!r}): not an order of {name}",
+                             "use one of " + ", ".join(repr(k) for k in allowed))
+    return _C.const(_MEMORY_ORDERS[memory_order], "int32")
+
+
+def atomic_load(src, memory_order="seq_cst"):
+    """The value of one element, read as an atomic load with memory_order ("relaxed",
+    "consume", "acquire" or "seq_cst") at device scope: e.g. a flag read with "acquire"
+    before the data it guards."""
+    _builder.require("T.atomic_load")
+    src = _element("T.atomic_load", src, "source")
+    order = _ordered("T.atomic_load", memory_order, ("relaxed", "consume", "acquire", "seq_cst"))
+    return _C.call_typed(src.dtype, "atomic_load", [src, order])
+
+
+def atomic_store(dst, src, memory_order="seq_cst"):
+    """Writes src into one element as an atomic store with memory_order ("relaxed",
+    "release" or "seq_cst") at device scope: e.g. a flag set with "release" after the data
+    it publishes."""
+    b = _builder.require("T.atomic_store")
+    dst = _element("T.atomic_store", dst, "destination")
+    order = _ordered("T.atomic_store", memory_order, ("relaxed", "release", "seq_cst"))
+    b.emit(_C.evaluate(_C.call_void("atomic_store", [dst, _C.cast(dst.dtype, src) if is_expr(src) else
+                                                    _C.const(src, dst.dtype), order])))
+
+
 def print(obj, msg="", warp_group_id=0, warp_id=0):  # noqa: A001 - the DSL's name
     """Prints a scalar or every element of a buffer, prefixed by msg."""
     b = _builder.require("T.print")

@@ -259,6 +259,14 @@ class WgslCodegen {
                            "fence across workgroups)",
                   "drop memory_order, and pass results between workgroups through separate kernel launches");
   }
+  // T.atomic_load / atomic_store: WGSL's atomicLoad / atomicStore are relaxed.
+  void reject_load_store_order(const CallNode* n, size_t at) {
+    const int64_t* order = n->args.size() == at + 1 ? const_int(n->args[at]) : nullptr;
+    if (!order || *order != 0)
+      unsupported(n->span, "T." + n->op + " with a memory order other than relaxed (WGSL's atomics are relaxed "
+                           "and it has no fence across workgroups)",
+                  "pass memory_order=\"relaxed\", or pass results between workgroups through separate launches");
+  }
   // A T.atomic_add/max/min statement: native for integers, a compare-exchange loop on the
   // bits for float32. The returned previous value is not available.
   void emit_atomic_update(const CallNode* n) {
@@ -266,7 +274,7 @@ class WgslCodegen {
     const Buffer& b = dst->buffer;
     std::string elem = element(b, dst->indices, dst->span);
     std::string value = convert(n->args.at(1), b->dtype);
-    std::string fn = n->op == "atomic_add" ? "Add" : n->op == "atomic_max" ? "Max" : "Min";
+    std::string fn = n->op == "atomic_add" ? "Add" : n->op == "atomic_max" ? "Max" : n->op == "atomic_or" ? "Or" : "Min";
     if (b->dtype != DataType::Float(32)) return line("atomic" + fn + "(&" + elem + ", " + value + ");");
     std::string combined = n->op == "atomic_add" ? "bitcast<f32>(tl_old) + tl_value"
                            : n->op == "atomic_max" ? "max(bitcast<f32>(tl_old), tl_value)"
@@ -519,6 +527,11 @@ class WgslCodegen {
   std::string emit_call(const CallNode* n) {
     const std::string& op = n->op;
     Span sp = n->span;
+    if (op == "atomic_load") {
+      auto* src = as<BufferLoadNode>(n->args.at(0));
+      reject_load_store_order(n, 1);
+      return atomic_load(src->buffer, element(src->buffer, src->indices, src->span));
+    }
     if (op.rfind("atomic_", 0) == 0) {
       // The previous value: WGSL's integer atomics return it; its float atomics are
       // compare-exchange loops, statements that cannot stand in an expression.
@@ -527,7 +540,7 @@ class WgslCodegen {
       if (!dst || !(dst->buffer->dtype == DataType::Int(32) || dst->buffer->dtype == DataType::UInt(32)))
         unsupported(sp, "the value T." + op + " returns on a float buffer (WGSL's float atomics are compare-exchange loops)",
                     "call T." + op + " as a statement, or keep the counter in an int32 buffer");
-      std::string fn = op == "atomic_add" ? "Add" : op == "atomic_max" ? "Max" : "Min";
+      std::string fn = op == "atomic_add" ? "Add" : op == "atomic_max" ? "Max" : op == "atomic_or" ? "Or" : "Min";
       return "atomic" + fn + "(&" + element(dst->buffer, dst->indices, dst->span) + ", " +
              convert(n->args[1], dst->buffer->dtype) + ")";
     }
@@ -722,7 +735,15 @@ class WgslCodegen {
     if (!call) return;
     if (call->op == "sync_threads") return line("workgroupBarrier();");
     if (call->op == "loop_break") return line("break;");
-    if (call->op == "atomic_add" || call->op == "atomic_max" || call->op == "atomic_min") {
+    if (call->op == "atomic_store") {
+      auto* dst = as<BufferLoadNode>(call->args.at(0));
+      reject_load_store_order(call, 2);
+      std::string value = convert(call->args.at(1), dst->buffer->dtype);
+      if (dst->buffer->dtype == DataType::Float(32)) value = "bitcast<u32>(" + value + ")";
+      return line("atomicStore(&" + element(dst->buffer, dst->indices, dst->span) + ", " + value + ");");
+    }
+    if (call->op == "atomic_add" || call->op == "atomic_max" || call->op == "atomic_min" ||
+        call->op == "atomic_or") {
       reject_memory_order(call);
       if (call->args.size() != 2 || !as<BufferLoadNode>(call->args[0]))
         fail(ErrorKind::Internal, call->span, "internal: T." + call->op + " takes a buffer element and a value");
