@@ -10,7 +10,37 @@ import tilelang.language as T
 from tilelang import _C
 from tilelang.errors import TileLangTypeError, TileLangUnsupportedError
 
+from hip_emulation import EmulatedKernel, toolchain_problem
 from kernels.warp import COLUMNS, warp_primitives
+
+
+def check_warp_primitives(a, out, warp=32):
+    dtype = a.dtype
+    w = a.astype(np.float64).reshape(-1, warp)
+    lanes = np.arange(a.size)
+    per_thread = lambda x: np.repeat(x, warp)  # noqa: E731
+    tol = 1e-5 if dtype == np.float32 else 2e-2
+    np.testing.assert_allclose(out[:, 0], per_thread(w.sum(1)), rtol=tol, atol=tol)
+    np.testing.assert_array_equal(out[:, 1], per_thread(w.max(1)).astype(dtype).astype(np.float32))
+    np.testing.assert_array_equal(out[:, 2], per_thread(w.min(1)).astype(dtype).astype(np.float32))
+    np.testing.assert_array_equal(out[:, 3], lanes % warp)
+    np.testing.assert_array_equal(out[:, 4], lanes // warp)
+    np.testing.assert_array_equal(out[:, 5], lanes // (4 * warp))
+    np.testing.assert_array_equal(out[:, 6], per_thread((w > 0).sum(1)))
+    np.testing.assert_array_equal(out[:, 7], per_thread((w > 2).any(1)))
+    np.testing.assert_array_equal(out[:, 8], per_thread((w > -10).all(1)))
+    np.testing.assert_array_equal(out[:, 9], np.full(a.size, (a > 0).sum()))
+
+
+@pytest.mark.skipif(toolchain_problem() is not None, reason=str(toolchain_problem()))
+@pytest.mark.parametrize("arch, warp", [("gfx1100", 32), ("gfx942", 64)])
+def test_warp_primitives_through_the_hip_emulation(rng, arch, warp):
+    """RDNA 3 (wave32: CUDA's lanes) and CDNA 3 (wave64: the wavefront is the warp)."""
+    kernel = EmulatedKernel(warp_primitives(threads=256), arch)
+    a = rng.uniform(-3, 3, 256).astype(np.float32)
+    out = np.zeros((256, COLUMNS), np.float32)
+    kernel(a, out)
+    check_warp_primitives(a, out, warp)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
@@ -27,20 +57,7 @@ def test_warp_primitives(target, rng, dtype):
     a = rng.uniform(-3, 3, 128).astype(dtype)
     out = np.zeros((128, COLUMNS), np.float32)
     k(a, out)
-    w = a.astype(np.float64).reshape(4, 32)
-    lanes = np.arange(128)
-    per_thread = lambda x: np.repeat(x, 32)  # noqa: E731
-    tol = 1e-5 if dtype == "float32" else 2e-2
-    np.testing.assert_allclose(out[:, 0], per_thread(w.sum(1)), rtol=tol, atol=tol)
-    np.testing.assert_array_equal(out[:, 1], per_thread(w.max(1)).astype(dtype).astype(np.float32))
-    np.testing.assert_array_equal(out[:, 2], per_thread(w.min(1)).astype(dtype).astype(np.float32))
-    np.testing.assert_array_equal(out[:, 3], lanes % 32)
-    np.testing.assert_array_equal(out[:, 4], lanes // 32)
-    np.testing.assert_array_equal(out[:, 5], lanes // 128)
-    np.testing.assert_array_equal(out[:, 6], per_thread((w > 0).sum(1)))
-    np.testing.assert_array_equal(out[:, 7], per_thread((w > 2).any(1)))
-    np.testing.assert_array_equal(out[:, 8], per_thread((w > -10).all(1)))
-    np.testing.assert_array_equal(out[:, 9], np.full(128, (a > 0).sum()))
+    check_warp_primitives(a, out)
 
 
 def test_indices_over_a_two_dimensional_block():

@@ -32,7 +32,7 @@ def shuffles(threads=64):
             Out[0, tx] = T.shfl_xor(v[0], 5)
             Out[1, tx] = T.shfl_down(v[0], 3)
             Out[2, tx] = T.shfl_up(v[0], 2)
-            Out[3, tx] = T.shfl_sync(0xFFFFFFFF, v[0], 7)
+            Out[3, tx] = T.shfl_sync(v[0], 7)  # upstream's order: value, source lane, width, mask
             Out[4, tx] = T.tvm_warp_shuffle(0xFFFFFFFF, v[0], tx + 1, 8, 32)
             Out[5, tx] = T.tvm_warp_shuffle_down(0xFFFFFFFF, v[0], 1, 16, 32)
 
@@ -101,7 +101,12 @@ def test_bad_arguments_are_typed_errors():
         @T.prim_func
         def partial(X: T.Tensor((32,), "float32")):
             with T.Kernel(1, threads=32) as _:
-                X[0] = T.shfl_sync(0xFFFF, X[0], 1)
+                X[0] = T.shfl_sync(X[0], 1, mask=0xFFFF)
+    with pytest.raises(TileLangTypeError, match="T.shfl_sync: the value must be a typed expression"):
+        @T.prim_func
+        def mask_first(X: T.Tensor((32,), "float32")):  # CUDA's order, not upstream's
+            with T.Kernel(1, threads=32) as _:
+                X[0] = T.shfl_sync(0xFFFFFFFF, X[0], 1)
     with pytest.raises(TileLangTypeError, match="the width must be a constant power of two"):
         @T.prim_func
         def odd_width(X: T.Tensor((32,), "float32")):

@@ -128,17 +128,7 @@ TL_DEVICE bool isinf(float x) { return fabsf(x) == __int_as_float(0x7f800000); }
 TL_DEVICE bool isinf(double x) { return ::fabs(x) == __longlong_as_double(0x7ff0000000000000LL); }
 TL_DEVICE bool isfinite(float x) { return !isnan(x) && !isinf(x); }
 TL_DEVICE bool isfinite(double x) { return !isnan(x) && !isinf(x); }
-// Bits set, and leading zero bits (the width for 0), of a 32- or 64-bit integer.
-template <typename T>
-TL_DEVICE int popcount(T x) {
-  if constexpr (sizeof(T) == 8) return __popcll(static_cast<unsigned long long>(x));
-  else return __popc(static_cast<unsigned int>(x));
-}
-template <typename T>
-TL_DEVICE int clz(T x) {
-  if constexpr (sizeof(T) == 8) return __clzll(static_cast<long long>(x));
-  else return __clz(static_cast<int>(x));
-}
+// T.popcount / T.clz: tl_cuda.h and tl_hip.h.
 
 // ------------------------------------------------------------------ atomics
 

@@ -499,6 +499,18 @@ TL_DEVICE void mbarrier_arrive_cluster(uint64_t* bar, uint32_t blocks) {
     for (uint32_t r = 0; r < blocks; ++r) mbarrier_arrive_remote(bar, r);
 }
 
+// Bits set, and leading zero bits (the width for 0), of a 32- or 64-bit integer.
+template <typename T>
+TL_DEVICE int popcount(T x) {
+  if constexpr (sizeof(T) == 8) return __popcll(static_cast<unsigned long long>(x));
+  else return __popc(static_cast<unsigned int>(x));
+}
+template <typename T>
+TL_DEVICE int clz(T x) {
+  if constexpr (sizeof(T) == 8) return __clzll(static_cast<long long>(x));
+  else return __clz(static_cast<int>(x));
+}
+
 // language/warp.py: a warp of 32 lanes; votes, ballots and barriers of the warp; block
 // barriers that count, and, or a predicate; a value reduced over the warp (butterfly).
 TL_DEVICE int warp_size() { return 32; }

@@ -109,6 +109,19 @@ TL_DEVICE T shfl(T value, int src_lane, int width) {
   return shuffle_bits(value, [&](auto v) { return __shfl(v, src_lane, width); });
 }
 
+// Bits set, and leading zero bits (the width for 0), of a 32- or 64-bit integer.
+template <typename T>
+TL_DEVICE int popcount(T x) {
+  if constexpr (sizeof(T) == 8) return __builtin_popcountll(static_cast<unsigned long long>(x));
+  else return __builtin_popcount(static_cast<unsigned int>(x));
+}
+template <typename T>
+TL_DEVICE int clz(T x) {
+  if (x == 0) return int(sizeof(T) * 8);
+  if constexpr (sizeof(T) == 8) return __builtin_clzll(static_cast<unsigned long long>(x));
+  else return __builtin_clz(static_cast<unsigned int>(x));
+}
+
 // language/warp.py: the wavefront is the warp (its lanes run in step: the masks of the
 // votes, ballots and warp barrier are all of it); block barriers that count, and, or a
 // predicate; a value reduced over the wavefront (butterfly).

@@ -71,29 +71,29 @@ def clz(x):
     return _C.call("clz", [x])
 
 
-def atan2(y, x):
-    """The angle of the point (x, y) (C's atan2(y, x))."""
-    return _C.call("atan2", [y, x])
+def atan2(x1, x2):
+    """The angle of the point (x2, x1) (C's atan2(x1, x2))."""
+    return _C.call("atan2", [x1, x2])
 
 
-def copysign(x, y):
-    """|x| with the sign of y."""
-    return _C.call("copysign", [x, y])
+def copysign(x1, x2):
+    """|x1| with the sign of x2."""
+    return _C.call("copysign", [x1, x2])
 
 
-def hypot(x, y):
-    """sqrt(x * x + y * y), without overflow where the result fits."""
-    return _C.call("hypot", [x, y])
+def hypot(x1, x2):
+    """sqrt(x1 * x1 + x2 * x2), without overflow where the result fits."""
+    return _C.call("hypot", [x1, x2])
 
 
-def nextafter(x, y):
-    """The next representable value after x in the direction of y."""
-    return _C.call("nextafter", [x, y])
+def nextafter(x1, x2):
+    """The next representable value after x1 in the direction of x2."""
+    return _C.call("nextafter", [x1, x2])
 
 
-def ldexp(x, e):
-    """x * 2^e, e an integer value."""
-    return _C.call("ldexp", [x, e])
+def ldexp(x1, x2):
+    """x1 * 2^x2, x2 an integer value."""
+    return _C.call("ldexp", [x1, x2])
 
 
 def fma(x, y, z):

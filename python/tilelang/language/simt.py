@@ -179,26 +179,31 @@ def _full_mask(mask, name):
                              f"got {mask!r}", "let every lane of the warp take part")
 
 
-def shfl_xor(value, offset):
-    """The value of the lane whose index is this lane's xor `offset`, the whole warp taking
-    part (CUDA's __shfl_xor_sync with the full mask; HIP's __shfl_xor)."""
-    return _warp_shuffle("_xor", value, offset, 32, "shfl_xor")
+def shfl_xor(value, delta, width=32, mask=0xFFFFFFFF):
+    """The value of the lane whose index is this lane's xor `delta` (within groups of
+    `width` lanes), the whole warp taking part (CUDA's __shfl_xor_sync with the full mask;
+    HIP's __shfl_xor)."""
+    _full_mask(mask, "shfl_xor")
+    return _warp_shuffle("_xor", value, delta, width, "shfl_xor")
 
 
-def shfl_down(value, offset):
-    """The value of the lane `offset` above this one; the top lanes keep their own."""
-    return _warp_shuffle("_down", value, offset, 32, "shfl_down")
+def shfl_down(value, delta, width=32, mask=0xFFFFFFFF):
+    """The value of the lane `delta` above this one; the top lanes keep their own."""
+    _full_mask(mask, "shfl_down")
+    return _warp_shuffle("_down", value, delta, width, "shfl_down")
 
 
-def shfl_up(value, offset):
-    """The value of the lane `offset` below this one; the bottom lanes keep their own."""
-    return _warp_shuffle("_up", value, offset, 32, "shfl_up")
+def shfl_up(value, delta, width=32, mask=0xFFFFFFFF):
+    """The value of the lane `delta` below this one; the bottom lanes keep their own."""
+    _full_mask(mask, "shfl_up")
+    return _warp_shuffle("_up", value, delta, width, "shfl_up")
 
 
-def shfl_sync(mask, value, srcLane, width=None):  # noqa: N803 - upstream's argument name
-    """The value of lane `srcLane` (within groups of `width` lanes, default the warp)."""
+def shfl_sync(value, srcLane, width=32, mask=0xFFFFFFFF):  # noqa: N803 - upstream's argument name
+    """The value of lane `srcLane` (within groups of `width` lanes, default the warp), as
+    upstream orders the arguments: value first, the lane mask last."""
     _full_mask(mask, "shfl_sync")
-    return _warp_shuffle("", value, srcLane, 32 if width is None else width, "shfl_sync")
+    return _warp_shuffle("", value, srcLane, width, "shfl_sync")
 
 
 def tvm_warp_shuffle(mask, value, warp_id, width, warp_size):

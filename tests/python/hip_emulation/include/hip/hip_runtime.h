@@ -71,13 +71,14 @@ struct Wave {
 };
 
 struct Block {
-  explicit Block(int threads) : threads(threads), sync(threads) {
+  explicit Block(int threads) : threads(threads), sync(threads), votes(0) {
     for (int first = 0; first < threads; first += kWaveSize)
       waves.push_back(std::make_unique<Wave>(std::min(kWaveSize, threads - first)));
   }
   int threads;
   std::barrier<> sync;
   std::vector<std::unique_ptr<Wave>> waves;
+  std::atomic<int> votes;  // __syncthreads_count: the threads whose predicate holds
 };
 
 // The calling thread's block, wavefront and lane.
@@ -152,6 +153,35 @@ T __shfl_up(T var, unsigned delta, int width = TL_EMU_WAVE_SIZE) {
   });
 }
 
+// HIP's votes over the wavefront (every lane deposits its predicate, then each reads all)
+// and the block barriers that count the threads whose predicate holds.
+inline unsigned long long __ballot(int predicate) {
+  tl_emu::Wave& w = *tl_emu::self.wave;
+  w.value[tl_emu::self.id] = predicate != 0;
+  w.barrier.arrive_and_wait();
+  unsigned long long bits = 0;
+  for (int lane = 0; lane < w.lanes; ++lane) bits |= (unsigned long long)(w.value[lane] != 0) << lane;
+  w.barrier.arrive_and_wait();
+  return bits;
+}
+inline int __any(int predicate) { return __ballot(predicate) != 0; }
+inline int __all(int predicate) {
+  int lanes = tl_emu::self.wave->lanes;
+  return __ballot(predicate) == (lanes == 64 ? ~0ull : (1ull << lanes) - 1);
+}
+inline void __builtin_amdgcn_wave_barrier() { tl_emu::self.wave->barrier.arrive_and_wait(); }
+inline int __syncthreads_count(int predicate) {
+  tl_emu::Block& b = *tl_emu::self.block;
+  b.sync.arrive_and_wait();  // the previous count is read by everyone
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) b.votes = 0;
+  b.sync.arrive_and_wait();
+  if (predicate) ++b.votes;
+  b.sync.arrive_and_wait();
+  return b.votes.load();
+}
+inline int __syncthreads_and(int predicate) { return __syncthreads_count(predicate) == tl_emu::self.block->threads; }
+inline int __syncthreads_or(int predicate) { return __syncthreads_count(predicate) != 0; }
+
 // ------------------------------------------------------------------ bits and math
 
 inline float __int_as_float(int x) { float f; std::memcpy(&f, &x, 4); return f; }
@@ -166,6 +196,10 @@ inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 template <typename T>
 T atomicAdd(T* address, T value) {
   return std::atomic_ref<T>(*address).fetch_add(value);
+}
+template <typename T>
+T atomicOr(T* address, T value) {
+  return std::atomic_ref<T>(*address).fetch_or(value);
 }
 template <typename T>
 T atomicCAS(T* address, T compare, T value) {
