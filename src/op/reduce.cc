@@ -1,4 +1,4 @@
-// T.reduce_{sum,max,min,abssum,absmax}(src, dst, dim, clear): dst = reduction of src over
+// T.reduce_{sum,max,min,abssum,absmax,bitand,bitor,bitxor}(src, dst, dim, clear): dst = reduction of src over
 // dimension dim; with clear=False the result is combined with what dst holds.
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 namespace tl {
 namespace {
 
-enum class ReduceKind { Sum, Max, Min, AbsSum, AbsMax };
+enum class ReduceKind { Sum, Max, Min, AbsSum, AbsMax, BitAnd, BitOr, BitXor };
 
 ReduceKind reduce_kind(const TileOpNode& op) {
   std::string type = attr_str(op, "type", "");
@@ -21,8 +21,12 @@ ReduceKind reduce_kind(const TileOpNode& op) {
   if (type == "min") return ReduceKind::Min;
   if (type == "abssum") return ReduceKind::AbsSum;
   if (type == "absmax") return ReduceKind::AbsMax;
+  if (type == "bitand") return ReduceKind::BitAnd;
+  if (type == "bitor") return ReduceKind::BitOr;
+  if (type == "bitxor") return ReduceKind::BitXor;
   fail(ErrorKind::Name, op.span, "T.reduce: unknown reduction type '" + type + "'",
-       "use T.reduce_sum, T.reduce_max, T.reduce_min, T.reduce_abssum or T.reduce_absmax");
+       "use T.reduce_sum, T.reduce_max, T.reduce_min, T.reduce_abssum, T.reduce_absmax, T.reduce_bitand, "
+       "T.reduce_bitor or T.reduce_bitxor");
 }
 
 std::string op_name(const TileOpNode& op) { return "T.reduce_" + attr_str(op, "type", "?"); }
@@ -33,6 +37,8 @@ Expr identity(ReduceKind kind, DataType t, Span span) {
       return t.is_float() ? neg(infinity(t, span), span) : min_value(t, span);
     case ReduceKind::Min:
       return t.is_float() ? infinity(t, span) : max_value(t, span);
+    case ReduceKind::BitAnd:  // every bit set
+      return cast(t, make_int(-1, DataType::Int(32), span), span);
     default:
       return cast(t, make_int(0, DataType::Int(32), span), span);
   }
@@ -48,6 +54,12 @@ Expr combine(ReduceKind kind, const Expr& acc, const Expr& x, Span span) {
       return max(acc, x, span);
     case ReduceKind::Min:
       return min(acc, x, span);
+    case ReduceKind::BitAnd:
+      return binary(BinaryOp::BitAnd, acc, x, span);
+    case ReduceKind::BitOr:
+      return binary(BinaryOp::BitOr, acc, x, span);
+    case ReduceKind::BitXor:
+      return binary(BinaryOp::BitXor, acc, x, span);
   }
   return nullptr;
 }
@@ -92,7 +104,12 @@ bool keeps_dim(const TileOpNode& op, int dim, arith::Analyzer& analyzer) {
 
 void check_reduce(const TileOpNode& op, arith::Analyzer& analyzer) {
   require_regions(op, 2, "T.reduce");
-  reduce_kind(op);
+  ReduceKind kind = reduce_kind(op);
+  if (kind == ReduceKind::BitAnd || kind == ReduceKind::BitOr || kind == ReduceKind::BitXor)
+    for (const BufferRegion& r : op.regions)
+      if (!(r.buffer->dtype.is_int() || r.buffer->dtype.is_uint() || r.buffer->dtype.is_bool()))
+        fail(ErrorKind::Type, op.span, op_name(op) + " needs integer (or bool) buffers; " + r.buffer->name + " is " +
+                                           r.buffer->dtype.str());
   check_region(op_name(op), op.regions[0], op.span);
   check_region(op_name(op), op.regions[1], op.span);
   keeps_dim(op, reduce_dim(op), analyzer);
@@ -181,9 +198,9 @@ Stmt reduce_whole_tile(const TileOpNode& op, ReduceKind kind, bool clear, const 
   Stmt fold = ctx.over_owned(layout, [&](const std::vector<Expr>& idx) {
     return set_acc(combine(kind, acc_val, element(idx), sp));
   }, sp, "r");
-  // A sum counts each element once: of a replicated tile, only the threads that hold the
-  // first copy of their elements add them (a maximum takes every copy alike).
-  bool counts_copies = kind == ReduceKind::Sum || kind == ReduceKind::AbsSum;
+  // A sum (or xor) counts each element once: of a replicated tile, only the threads that hold
+  // the first copy of their elements add them (a maximum, and, or takes every copy alike).
+  bool counts_copies = kind == ReduceKind::Sum || kind == ReduceKind::AbsSum || kind == ReduceKind::BitXor;
   if (counts_copies && layout.replicas() > 1)
     if (Expr first = layout.first_replica(ctx.thread, sp)) fold = std::make_shared<IfThenElseNode>(first, fold, nullptr, sp);
   steps.push_back(fold);

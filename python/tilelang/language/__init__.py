@@ -39,7 +39,8 @@ from .conv import c2d_im2col, im2col
 from .tile_ops import (annotate_layout, atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min,
                        atomic_or, atomic_store, clear, copy, cumsum, fill, gemm, print, tma_copy,
                        wgmma_gemm,
-                       reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum)
+                       reduce, reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor, reduce_bitxor, reduce_max,
+                       reduce_min, reduce_sum)
 from .types import (Buffer, FragmentBuffer, GemmWarpPolicy, LocalBuffer, SharedBuffer, StridedTensor, Tensor,
                     bfloat16, bool, double, dynamic, float,
                     dtype, float4_e2m1fn, float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,

@@ -184,7 +184,9 @@ def _staging_fragment(region, suffix):
     return full_region(buf)
 
 
-def _reduce(kind, buffer, out, dim, clear):
+def _reduce(kind, buffer, out, dim, clear, batch=1):
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise _builder.error(TileLangTypeError, f"T.reduce_{kind}: batch must be a positive int, got {batch!r}")
     src = _as_region(buffer, None, f"T.reduce_{kind}", "source")
     dst = _as_region(out, None, f"T.reduce_{kind}", "destination")
     d = _dim(dim, len(src.ranges), f"T.reduce_{kind}", src)
@@ -209,29 +211,58 @@ def _reduce(kind, buffer, out, dim, clear):
     _emit("copy", [result, dst])
 
 
-def reduce_max(buffer, out, dim=-1, clear=True):
+# batch (upstream: output elements per batched all-reduce, a schedule choice) leaves the
+# result unchanged; every reduction here combines each output's partial results in turn.
+def reduce_max(buffer, out, dim=-1, clear=True, batch=1):
     """out = the maximum of buffer along dim; with clear=False, combined with what out holds."""
-    _reduce("max", buffer, out, dim, clear)
+    _reduce("max", buffer, out, dim, clear, batch)
 
 
-def reduce_min(buffer, out, dim=-1, clear=True):
+def reduce_min(buffer, out, dim=-1, clear=True, batch=1):
     """out = the minimum of buffer along dim; with clear=False, combined with what out holds."""
-    _reduce("min", buffer, out, dim, clear)
+    _reduce("min", buffer, out, dim, clear, batch)
 
 
-def reduce_sum(buffer, out, dim=-1, clear=True):
+def reduce_sum(buffer, out, dim=-1, clear=True, batch=1):
     """out = the sum of buffer along dim; with clear=False, added to what out holds."""
-    _reduce("sum", buffer, out, dim, clear)
+    _reduce("sum", buffer, out, dim, clear, batch)
 
 
-def reduce_abssum(buffer, out, dim=-1, clear=True):
+def reduce_abssum(buffer, out, dim=-1, clear=True, batch=1):
     """out = the sum of `|buffer|` along dim; with clear=False, added to what out holds."""
-    _reduce("abssum", buffer, out, dim, clear)
+    _reduce("abssum", buffer, out, dim, clear, batch)
 
 
-def reduce_absmax(buffer, out, dim=-1, clear=True):
+def reduce_absmax(buffer, out, dim=-1, clear=True, batch=1):
     """out = the maximum of `|buffer|` along dim; with clear=False, combined with what out holds."""
-    _reduce("absmax", buffer, out, dim, clear)
+    _reduce("absmax", buffer, out, dim, clear, batch)
+
+
+def reduce_bitand(buffer, out, dim=-1, clear=True, batch=1):
+    """out = the bitwise and of an integer buffer along dim; with clear=False, and-ed with out."""
+    _reduce("bitand", buffer, out, dim, clear, batch)
+
+
+def reduce_bitor(buffer, out, dim=-1, clear=True, batch=1):
+    """out = the bitwise or of an integer buffer along dim; with clear=False, or-ed with out."""
+    _reduce("bitor", buffer, out, dim, clear, batch)
+
+
+def reduce_bitxor(buffer, out, dim=-1, clear=True, batch=1):
+    """out = the bitwise xor of an integer buffer along dim; with clear=False, xor-ed with out."""
+    _reduce("bitxor", buffer, out, dim, clear, batch)
+
+
+_REDUCE_TYPES = ("sum", "max", "min", "abssum", "absmax", "bitand", "bitor", "bitxor")
+
+
+def reduce(buffer, out, reduce_type, dim, clear, batch=1):
+    """T.reduce_<reduce_type>(buffer, out, dim, clear): reduce_type one of "sum", "max",
+    "min", "abssum", "absmax", "bitand", "bitor", "bitxor"."""
+    if reduce_type not in _REDUCE_TYPES:
+        raise _builder.error(TileLangTypeError, f"T.reduce: unknown reduce_type {reduce_type!r}",
+                             "use one of " + ", ".join(repr(k) for k in _REDUCE_TYPES))
+    _reduce(reduce_type, buffer, out, dim, clear, batch)
 
 
 def cumsum(src, dst=None, dim=0, reverse=False):
