@@ -576,6 +576,7 @@ void Emitter::emit_stmt(const Stmt& s) {
     }
     case StmtKind::Evaluate:
       if (auto* c = as<CallNode>(as<EvaluateNode>(s)->value); c && c->op == "loop_break") return line("break;");
+      if (auto* c = as<CallNode>(as<EvaluateNode>(s)->value); c && c->op == "loop_continue") return line("continue;");
       return emit_evaluate(as<EvaluateNode>(s));
     case StmtKind::Allocate:
       return emit_allocate(as<AllocateNode>(s));

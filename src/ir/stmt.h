@@ -67,7 +67,8 @@ struct ForNode : StmtNode {
 };
 
 // `while cond: body` (the condition read before every iteration); a T.loop_break() in the
-// body (an Evaluate of the call "loop_break") leaves the innermost loop.
+// body (an Evaluate of the call "loop_break") leaves the innermost loop; "loop_continue"
+// goes on with its next iteration.
 struct WhileNode : StmtNode {
   Expr cond;
   Stmt body;

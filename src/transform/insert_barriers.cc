@@ -614,11 +614,12 @@ class BarrierPlanner {
     loops.vars = &loop_vars;
     loops.to = any_iteration;
     loops.visit(body);
-    // A T.loop_break may leave the loop in some threads only: no barrier inside then.
+    // A T.loop_break (or T.continue_loop) may leave the loop (or skip the rest of an
+    // iteration) in some threads only: no barrier inside then.
     bool breaks = false;
     for_each_expr(body, [&](const ExprNode* e) {
       auto* call = dynamic_cast<const CallNode*>(e);
-      breaks = breaks || (call && call->op == "loop_break");
+      breaks = breaks || (call && (call->op == "loop_break" || call->op == "loop_continue"));
     });
     if (breaks) return false;
     for (const void* key : uses.written) {

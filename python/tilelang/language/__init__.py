@@ -22,14 +22,15 @@ from .kernel import (ClusterKernel, Kernel, get_block_binding, get_block_binding
 from .simt import (comm_reducer, dp4a, shfl_down, shfl_sync, shfl_up, shfl_xor, tvm_thread_allreduce,
                    tvm_warp_shuffle, tvm_warp_shuffle_down, tvm_warp_shuffle_up)
 from .frames import Else, If, Then, attr
-from .loops import (Parallel, Persistent, Pipelined, Serial, grid, loop_break, serial, thread_binding, unroll,
+from .loops import (Parallel, Persistent, Pipelined, Serial, break_loop, continue_loop, grid, loop_break, serial,
+                    thread_binding, unroll,
                     vectorized)
 from .math import (And, Cast, FloatImm, IntImm, Not, Or, Select, abs, cast, ceil, ceildiv, clamp, const, cos, erf,
                    exp, exp2, exp10, floor, floordiv, floormod, fmod, if_then_else, infinity, isinf, isnan,
                    log, log1p, log2, log10, max, max_value, min, min_value, pow, round, rsqrt, sigmoid, sin,
                    sqrt, tan, tanh, trunc, truncdiv, truncmod,
                    acos, acosh, asin, asinh, atan, atan2, atanh, clz, copysign, cosh, fma, hypot, isfinite, ldexp,
-                   nearbyint, nextafter, popcount, sinh)
+                   nearbyint, nextafter, popcount, sinh, align_up, cdiv, fabs, fmul, index_to_coordinates, likely)
 from .prim_func import prim_func
 from .warp import (activemask, all_sync, any_sync, ballot_sync, get_block_extent, get_block_extents, get_lane_idx,
                    get_thread_extent, get_thread_extents, get_warp_group_idx, get_warp_idx, get_warp_idx_sync,

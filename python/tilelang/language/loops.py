@@ -144,21 +144,36 @@ def vectorized(*args, annotations=None):
     return LoopSpec("vectorized", [_range(args, "T.vectorized")])
 
 
+def _loop_jump(name, op):
+    from .. import _C
+    from ..errors import TileLangSyntaxError
+    from ..parser import builder as _builder
+    b = _builder.require(f"T.{name}")
+    if not b.loop_kinds:
+        raise _builder.error(TileLangSyntaxError, f"T.{name}() outside a kernel loop",
+                             "call it inside a `for ... in T.serial(n)` or a `while` loop")
+    if b.loop_kinds[-1] not in ("serial", "while"):
+        kind = {"parallel": "T.Parallel", "pipelined": "T.Pipelined", "unroll": "T.unroll",
+                "vectorized": "T.vectorized"}.get(b.loop_kinds[-1], b.loop_kinds[-1])
+        raise _builder.error(TileLangSyntaxError, f"T.{name}() inside a {kind} loop",
+                             "leave or skip ahead in a T.serial or while loop only; a T.Parallel iteration can "
+                             "skip its work with an if")
+    b.emit(_C.evaluate(_C.call_void(op, [])))
+
+
 def loop_break():
     """Leaves the innermost T.serial (or while) loop of the kernel, like Python's `break`:
     `if done: T.loop_break()`. Not inside T.Parallel, T.Pipelined, T.unroll or T.vectorized
     loops, whose iterations the compiler spreads, overlaps or copies."""
-    from .. import _C
-    from ..errors import TileLangSyntaxError
-    from ..parser import builder as _builder
-    b = _builder.require("T.loop_break")
-    if not b.loop_kinds:
-        raise _builder.error(TileLangSyntaxError, "T.loop_break() outside a kernel loop",
-                             "call it inside a `for ... in T.serial(n)` or a `while` loop")
-    if b.loop_kinds[-1] not in ("serial", "while"):
-        name = {"parallel": "T.Parallel", "pipelined": "T.Pipelined", "unroll": "T.unroll",
-                "vectorized": "T.vectorized"}.get(b.loop_kinds[-1], b.loop_kinds[-1])
-        raise _builder.error(TileLangSyntaxError, f"T.loop_break() inside a {name} loop",
-                             "leave a T.serial or while loop only; a T.Parallel iteration can skip its work "
-                             "with an if")
-    b.emit(_C.evaluate(_C.call_void("loop_break", [])))
+    _loop_jump("loop_break", "loop_break")
+
+
+def break_loop():
+    """T.loop_break() (upstream's other name for it)."""
+    _loop_jump("break_loop", "loop_break")
+
+
+def continue_loop():
+    """Goes on with the next iteration of the innermost T.serial (or while) loop, like
+    Python's `continue`: `if skip: T.continue_loop()`; the same loops as T.loop_break."""
+    _loop_jump("continue_loop", "loop_continue")

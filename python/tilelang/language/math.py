@@ -147,6 +147,40 @@ def ceildiv(a, b):
     return (a + b - 1) // b
 
 
+def cdiv(lhs, rhs):
+    """T.ceildiv(lhs, rhs) (upstream's other name for it)."""
+    return ceildiv(lhs, rhs)
+
+
+def align_up(x, y):
+    """x rounded up to a multiple of y."""
+    return ceildiv(x, y) * y
+
+
+def likely(cond):
+    """cond, marked as usually true (a hint: the value is cond itself here)."""
+    return cond
+
+
+def fabs(x):
+    """|x| (T.abs)."""
+    return abs(x)
+
+
+def fmul(x, y):
+    """x * y."""
+    return x * y
+
+
+def index_to_coordinates(index, shape):
+    """The row-major coordinates of flat position `index` in a tensor of `shape`."""
+    coords = []
+    for extent in reversed(list(shape)):
+        coords.append(index % extent)
+        index = index // extent
+    return coords[::-1]
+
+
 def floordiv(a, b):
     """a / b rounded toward negative infinity (Python's //)."""
     return a // b if not _any_expr(a, b) else _C.binary("floordiv", a, b)

@@ -348,8 +348,8 @@ class Parser:
                     self.visit_stmt(s)
                 except (_Break, _Continue) as e:
                     raise self.error(TileLangSyntaxError, f"'{type(e).__name__[1:].lower()}' in a kernel loop",
-                                     s, "leave a T.serial or while loop with `T.loop_break()`, or use an if "
-                                     "inside the loop")
+                                     s, "leave a T.serial or while loop with `T.loop_break()` (skip to its next "
+                                     "iteration with `T.continue_loop()`), or use an if inside the loop")
         finally:
             self.scopes.pop()
             body = self.builder.pop()

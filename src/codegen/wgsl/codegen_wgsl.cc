@@ -735,6 +735,7 @@ class WgslCodegen {
     if (!call) return;
     if (call->op == "sync_threads") return line("workgroupBarrier();");
     if (call->op == "loop_break") return line("break;");
+    if (call->op == "loop_continue") return line("continue;");
     if (call->op == "atomic_store") {
       auto* dst = as<BufferLoadNode>(call->args.at(0));
       reject_load_store_order(call, 2);

@@ -1,0 +1,102 @@
+"""Small names of upstream's T: T.continue_loop and T.break_loop in serial and while loops,
+T.cdiv, T.align_up, T.likely, T.fabs, T.fmul and T.index_to_coordinates, each run against
+numpy; T.continue_loop where it cannot go is a syntax error."""
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang.errors import TileLangSyntaxError
+
+
+def test_continue_and_break(target, rng):
+    # Row r of Out: the sum of A[r, k] over the k < Stop[r] whose A[r, k] is not negative,
+    # by a T.serial loop that skips negatives (continue) and stops at Stop[r] (break); the
+    # same count by a while loop.
+    @T.prim_func
+    def skip(A: T.Tensor((8, 16), "float32"), Stop: T.Tensor((8,), "int32"), Out: T.Tensor((8, 2), "float32")):
+        with T.Kernel(8, threads=1) as r:
+            total = T.alloc_var("float32")
+            count = T.alloc_var("int32")
+            k = T.alloc_var("int32")
+            total = 0
+            for j in T.serial(16):
+                if j >= Stop[r]:
+                    T.break_loop()
+                if A[r, j] < 0:
+                    T.continue_loop()
+                total += A[r, j]
+            count = 0
+            k = -1
+            while k < 15:
+                k += 1
+                if A[r, k] < 0:
+                    T.continue_loop()
+                count += 1
+            Out[r, 0] = total
+            Out[r, 1] = count
+
+    k = tilelang.compile(skip, target=target)
+    a = rng.standard_normal((8, 16)).astype(np.float32)
+    stop = rng.integers(0, 17, 8).astype(np.int32)
+    out = np.zeros((8, 2), np.float32)
+    k(a, stop, out)
+    mask = (a >= 0) & (np.arange(16)[None, :] < stop[:, None])
+    np.testing.assert_allclose(out[:, 0], (a * mask).sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(out[:, 1], (a >= 0).sum(1))
+
+
+def test_continue_in_a_parallel_loop_is_a_syntax_error():
+    with pytest.raises(TileLangSyntaxError, match=r"T.continue_loop\(\) inside a T.Parallel loop"):
+        @T.prim_func
+        def bad(A: T.Tensor((16,), "float32")):
+            with T.Kernel(1, threads=16) as bx:
+                for i in T.Parallel(16):
+                    if A[i] < 0:
+                        T.continue_loop()
+                    A[i] = 1
+
+
+def test_arithmetic_helpers(target, rng):
+    @T.prim_func
+    def helpers(A: T.Tensor((64,), "float32"), N: T.Tensor((64,), "int32"), Out: T.Tensor((64, 5), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                Out[i, 0] = T.cdiv(N[i], 8)
+                Out[i, 1] = T.align_up(N[i], 16)
+                Out[i, 2] = T.fabs(A[i]) * T.if_then_else(T.likely(A[i] > -100), 1.0, 0.0)
+                Out[i, 3] = T.fmul(A[i], 3.0)
+                coords = T.index_to_coordinates(N[i], (4, 5, 6))
+                Out[i, 4] = coords[0] * 100 + coords[1] * 10 + coords[2]
+
+    k = tilelang.compile(helpers, target=target)
+    a = rng.standard_normal(64).astype(np.float32)
+    n = rng.integers(0, 120, 64).astype(np.int32)
+    out = np.zeros((64, 5), np.float32)
+    k(a, n, out)
+    np.testing.assert_array_equal(out[:, 0], -(-n // 8))
+    np.testing.assert_array_equal(out[:, 1], -(-n // 16) * 16)
+    np.testing.assert_allclose(out[:, 2], np.abs(a), rtol=1e-6)
+    np.testing.assert_allclose(out[:, 3], a * 3, rtol=1e-6)
+    c0, rest = np.divmod(n, 30)
+    c1, c2 = np.divmod(rest, 6)
+    np.testing.assert_array_equal(out[:, 4], c0 * 100 + c1 * 10 + c2)
+    assert T.cdiv(10, 4) == 3 and T.align_up(10, 4) == 12 and T.index_to_coordinates(29, (4, 5, 6)) == [0, 4, 5]
+
+
+def test_continue_reaches_cuda():
+    @T.prim_func
+    def odd_sum(A: T.Tensor((32,), "int32"), Out: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=1) as bx:
+            total = T.alloc_var("int32")
+            total = 0
+            for j in T.serial(32):
+                if A[j] % 2 == 0:
+                    T.continue_loop()
+                total += A[j]
+            Out[0] = total
+
+    from tilelang import _C
+    source = _C.codegen(_C.lower(odd_sum.handle, "cuda -arch=sm_90a"), "cuda -arch=sm_90a")
+    assert "continue;" in source
