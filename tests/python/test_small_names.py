@@ -100,3 +100,46 @@ def test_continue_reaches_cuda():
     from tilelang import _C
     source = _C.codegen(_C.lower(odd_sum.handle, "cuda -arch=sm_90a"), "cuda -arch=sm_90a")
     assert "continue;" in source
+
+
+def running_max(M, N, dim, reverse, scope, dtype):
+    @T.prim_func
+    def cmax(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=64) as bx:
+            if scope == "fragment":
+                t = T.alloc_fragment((M, N), dtype)
+            else:
+                t = T.alloc_shared((M, N), dtype)
+            T.copy(X, t)
+            T.cummax(t, dim=dim, reverse=reverse)
+            T.copy(t, Y)
+
+    return cmax
+
+
+def expected_running_max(x, dim, reverse):
+    y = np.flip(x, dim) if reverse else x
+    y = np.maximum.accumulate(y, axis=dim)
+    return np.flip(y, dim) if reverse else y
+
+
+@pytest.mark.parametrize("dim, reverse, scope, dtype", [
+    (1, False, "fragment", "float32"), (0, True, "shared", "float32"), (1, True, "fragment", "int32"),
+    (0, False, "fragment", "float16")])
+def test_cummax(target, rng, dim, reverse, scope, dtype):
+    k = tilelang.compile(running_max(16, 24, dim, reverse, scope, dtype), target=target)
+    x = (rng.standard_normal((16, 24)) * 100).astype(dtype)
+    y = np.zeros_like(x)
+    k(x, y)
+    np.testing.assert_array_equal(y, expected_running_max(x, dim, reverse))
+
+
+def test_cummax_through_the_hip_emulation(rng):
+    from hip_emulation import EmulatedKernel, toolchain_problem
+    if toolchain_problem():
+        pytest.skip(toolchain_problem())
+    kernel = EmulatedKernel(running_max(16, 24, 1, True, "fragment", "float32"), "gfx942")
+    x = rng.standard_normal((16, 24)).astype(np.float32)
+    y = np.zeros_like(x)
+    kernel(x, y)
+    np.testing.assert_array_equal(y, expected_running_max(x, 1, True))

@@ -38,7 +38,7 @@ from .warp import (activemask, all_sync, any_sync, ballot_sync, get_block_extent
                    warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum)
 from .conv import c2d_im2col, im2col
 from .tile_ops import (annotate_layout, atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min,
-                       atomic_or, atomic_store, clear, copy, cumsum, fill, gemm, print, tma_copy,
+                       atomic_or, atomic_store, clear, copy, cummax, cumsum, fill, gemm, print, tma_copy,
                        wgmma_gemm,
                        reduce, reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor, reduce_bitxor, reduce_max,
                        reduce_min, reduce_sum)

@@ -267,10 +267,23 @@ def reduce(buffer, out, reduce_type, dim, clear, batch=1):
 
 def cumsum(src, dst=None, dim=0, reverse=False):
     """Inclusive prefix sum along dim (in place when dst is omitted)."""
-    s = _as_region(src, None, "T.cumsum", "source")
-    d = s if dst is None else _as_region(dst, None, "T.cumsum", "destination")
-    dim = _dim(dim, len(s.ranges), "T.cumsum", s)
-    _emit("cumsum", [s, d], (), {"dim": int(dim), "reverse": int(bool(reverse))})
+    _scan("cumsum", "sum", src, dst, dim, reverse)
+
+
+def cummax(src, dst=None, dim=0, reverse=False):
+    """Inclusive running maximum along dim (in place when dst is omitted); reverse runs it
+    from the end."""
+    _scan("cummax", "max", src, dst, dim, reverse)
+
+
+def _scan(name, kind, src, dst, dim, reverse):
+    s = _as_region(src, None, f"T.{name}", "source")
+    d = s if dst is None else _as_region(dst, None, f"T.{name}", "destination")
+    dim = _dim(dim, len(s.ranges), f"T.{name}", s)
+    attrs = {"dim": int(dim), "reverse": int(bool(reverse))}
+    if kind != "sum":
+        attrs["kind"] = kind
+    _emit("cumsum", [s, d], (), attrs)
 
 
 # memory_order names as C++ and upstream TileLang number them. Every order but relaxed
