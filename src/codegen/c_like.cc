@@ -665,7 +665,8 @@ bool Emitter::is_warp_primitive(const std::string& op) {
   static const std::set<std::string> ops = {
       "warp_size",       "any_sync",        "all_sync",        "ballot_sync",     "activemask",
       "sync_warp",       "syncthreads_count", "syncthreads_and", "syncthreads_or", "warp_reduce_sum",
-      "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand", "warp_reduce_bitor"};
+      "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand", "warp_reduce_bitor", "match_any_sync",
+      "match_all_sync"};
   return ops.count(op) > 0;
 }
 

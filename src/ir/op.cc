@@ -29,7 +29,7 @@ const IntrinsicInfo kIntrinsics[] = {
     {"activemask", 0, false},  {"sync_warp", 1, false}, {"syncthreads_count", 1, false},
     {"syncthreads_and", 1, false}, {"syncthreads_or", 1, false}, {"warp_reduce_sum", 1, false},
     {"warp_reduce_max", 1, false}, {"warp_reduce_min", 1, false}, {"warp_reduce_bitand", 1, false},
-    {"warp_reduce_bitor", 1, false},
+    {"warp_reduce_bitor", 1, false}, {"match_any_sync", 2, false}, {"match_all_sync", 2, false},
     {"thread_index", 1, false},  // index of the thread within the block, per dimension
     {"thread_range", 2, false},  // `with T.ws(...)`: whether the thread is in [lo, hi) of the block
     {"block_rank_in_cluster", 0, false},  // rank of the block in its thread-block cluster
@@ -346,6 +346,7 @@ Expr call(const std::string& op, std::vector<Expr> args, Span span) {
   if (op == "warp_size" || op == "any_sync" || op == "all_sync" || op.rfind("syncthreads_", 0) == 0)
     t = DataType::Int(32);
   if (op == "ballot_sync" || op == "activemask") t = DataType::UInt(64);
+  if (op == "match_any_sync" || op == "match_all_sync") t = DataType::UInt(32);
   if (op == "sync_warp") t = DataType::Void();
   if ((op == "warp_reduce_bitand" || op == "warp_reduce_bitor") && !(t.is_int() || t.is_uint()))
     fail(ErrorKind::Type, span, "T." + op + " takes an integer value, got " + t.str());

@@ -43,7 +43,7 @@ class Pingpong : public IRMutator {
     used_.clear();
     for_each_expr(n->body, [&](const ExprNode* e) {
       auto* call = dynamic_cast<const CallNode*>(e);
-      if (call && call->op == "named_barrier_sync" && !call->args.empty())
+      if (call && (call->op == "named_barrier_sync" || call->op == "named_barrier_arrive") && !call->args.empty())
         if (const int64_t* id = const_int(call->args[0])) used_.insert(*id);
     });
     kernel_ = n;

@@ -94,7 +94,7 @@ class UsedBarrierIds : public IRVisitor {
 
  protected:
   void visit_call(const CallNode* n) override {
-    if (n->op == "named_barrier_sync" && !n->args.empty())
+    if ((n->op == "named_barrier_sync" || n->op == "named_barrier_arrive") && !n->args.empty())
       if (const int64_t* id = const_int(n->args[0])) ids.insert(*id);
     IRVisitor::visit_call(n);
   }

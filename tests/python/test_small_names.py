@@ -143,3 +143,67 @@ def test_cummax_through_the_hip_emulation(rng):
     y = np.zeros_like(x)
     kernel(x, y)
     np.testing.assert_array_equal(y, expected_running_max(x, 1, True))
+
+
+def test_transpose(target, rng):
+    @T.prim_func
+    def tr(X: T.Tensor((24, 40), "float32"), Y: T.Tensor((40, 24), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((24, 40), "float32")
+            b = T.alloc_shared((40, 24), "float32")
+            T.copy(X, a)
+            T.transpose(a, b)
+            T.copy(b, Y)
+
+    k = tilelang.compile(tr, target=target)
+    x = rng.standard_normal((24, 40)).astype(np.float32)
+    y = np.zeros((40, 24), np.float32)
+    k(x, y)
+    np.testing.assert_array_equal(y, x.T)
+
+
+def test_cluster_helpers():
+    from tilelang import _C
+
+    @T.prim_func
+    def clusters(Out: T.Tensor((6, 8, 5), "int32")):
+        with T.Kernel(6, 8, threads=128, cluster_dims=(2, 4, 1)) as (bx, by):
+            if T.get_thread_binding() == 0:
+                Out[bx, by, 0] = T.get_cluster_id(0)
+                Out[bx, by, 1] = T.get_cluster_id(1)
+                Out[bx, by, 2] = T.get_cluster_size() * 100 + T.get_cluster_extent(0) * 10 + T.get_cluster_extent(1)
+                Out[bx, by, 3] = len(T.get_cluster_ids()) + T.get_cluster_extents()[2] * 10
+                Out[bx, by, 4] = T.get_cluster_dims()[1]
+
+    source = _C.codegen(_C.lower(clusters.handle, "cuda -arch=sm_90a"), "cuda -arch=sm_90a")
+    for text in ("= bx / 2;", "= by / 4;", "= 832;", "= 12;", "= 4;"):
+        assert text in source, (text, source)
+
+
+def test_named_barrier_arrive_and_match():
+    from tilelang import _C
+    from tilelang.jit.kernel import _include_dir
+    from sass import nvrtc_reason
+
+    @T.prim_func
+    def handoff(A: T.Tensor((256,), "int32"), Out: T.Tensor((256,), "int32")):
+        with T.Kernel(1, threads=256) as bx:
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((128,), "int32")
+            if tx < 128:
+                s[tx] = A[tx]
+                T.named_barrier_arrive(1, 256)
+            else:
+                T.sync_threads(1, 256)
+                Out[tx] = s[tx - 128] + T.popcount(T.match_any_sync(A[tx])) + T.match_all_sync(A[tx]) % 2
+
+    source = _C.codegen(_C.lower(handoff.handle, "cuda -arch=sm_90a"), "cuda -arch=sm_90a")
+    assert "tl::named_barrier_arrive(1, 256);" in source and "tl::named_barrier_sync(1, 256);" in source
+    assert "tl::match_any_sync(4294967295u, A[tx_1])" in source
+    if not nvrtc_reason():
+        assert _C.nvrtc_compile(source, "h.cu", "sm_90a", [_include_dir()])[:4] == b"\x7fELF"
+    with pytest.raises(tilelang.errors.TileLangShapeError, match="thread_count must be a multiple of 32"):
+        @T.prim_func
+        def bad(A: T.Tensor((64,), "int32")):
+            with T.Kernel(1, threads=64) as bx:
+                T.named_barrier_arrive(1, 48)

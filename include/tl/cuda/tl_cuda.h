@@ -522,6 +522,14 @@ TL_DEVICE void sync_warp(unsigned mask) { __syncwarp(mask); }
 TL_DEVICE int syncthreads_count(int p) { return __syncthreads_count(p); }
 TL_DEVICE int syncthreads_and(int p) { return __syncthreads_and(p); }
 TL_DEVICE int syncthreads_or(int p) { return __syncthreads_or(p); }
+// The lanes of the mask whose value equals this lane's; all of them, or 0 where they differ.
+template <typename T>
+TL_DEVICE unsigned match_any_sync(unsigned mask, T value) { return __match_any_sync(mask, value); }
+template <typename T>
+TL_DEVICE unsigned match_all_sync(unsigned mask, T value) {
+  int all_equal;
+  return __match_all_sync(mask, value, &all_equal);
+}
 template <typename T, typename Combine>
 TL_DEVICE T warp_reduce(T v, Combine combine) {
   for (int lane_mask = 16; lane_mask > 0; lane_mask >>= 1) v = combine(v, shfl_xor(v, lane_mask, 32));

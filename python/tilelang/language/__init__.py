@@ -10,7 +10,7 @@ from .alloc import (alloc_buffer, alloc_fragment, alloc_global, alloc_local, all
                     reshape, view)
 from .extern import CUDASourceCodeKernel, access_ptr, address_of, call_extern, evaluate, import_source, reinterpret
 from ..layout import Fragment, Layout
-from .hopper import (alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive,
+from .hopper import (named_barrier_arrive, alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive,
                      barrier_wait, cp_async_barrier_noinc, create_list_of_mbarrier, dec_max_nreg, disable_warp_group_reg_alloc,
                      fence_proxy_async, get_mbarrier, inc_max_nreg, mbarrier_arrive, mbarrier_arrive_expect_tx,
                      mbarrier_expect_tx, mbarrier_wait_parity, no_set_max_nreg, set_max_nreg, sync_threads,
@@ -35,7 +35,9 @@ from .prim_func import prim_func
 from .warp import (activemask, all_sync, any_sync, ballot_sync, get_block_extent, get_block_extents, get_lane_idx,
                    get_thread_extent, get_thread_extents, get_warp_group_idx, get_warp_idx, get_warp_idx_sync,
                    shuffle_elect, sync_warp, syncthreads_and, syncthreads_count, syncthreads_or, warp_reduce_bitand,
-                   warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum)
+                   warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum, get_cluster_dims,
+                   get_cluster_extent, get_cluster_extents, get_cluster_id, get_cluster_ids, get_cluster_size,
+                   match_all_sync, match_any_sync, transpose)
 from .conv import c2d_im2col, im2col
 from .tile_ops import (annotate_layout, atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min,
                        atomic_or, atomic_store, clear, copy, cummax, cumsum, fill, gemm, print, tma_copy,

@@ -232,6 +232,30 @@ def sync_threads(barrier_id=None, arrive_count=None):
     _stmt("named_barrier_sync", [_C.const(bid, "int32"), _C.const(count, "int32")])
 
 
+def named_barrier_arrive(barrier_id, thread_count):
+    """Arrives on named barrier barrier_id (1-15) of thread_count threads without waiting
+    (bar.arrive): the other side waits with T.sync_threads(barrier_id, thread_count), e.g.
+    a producer warpgroup saying a buffer is ready and going on."""
+    b = _builder.require("T.named_barrier_arrive")
+    bid = _int("named_barrier_arrive", "barrier_id", barrier_id)
+    if not 1 <= bid <= 15:
+        raise _builder.error(_builder.error_cls("TileLangShapeError"),
+                             f"T.named_barrier_arrive: barrier_id must be in 1..15 (0 is the block-wide barrier), "
+                             f"got {bid}")
+    if not b.kernels:
+        raise _builder.error(_builder.error_cls("TileLangSyntaxError"),
+                             "T.named_barrier_arrive is used outside a T.Kernel block")
+    threads = 1
+    for t in b.kernels[-1][1]:
+        threads *= int(t)
+    count = _int("named_barrier_arrive", "thread_count", thread_count)
+    if count < 32 or count % 32 or count > threads:
+        raise _builder.error(_builder.error_cls("TileLangShapeError"),
+                             f"T.named_barrier_arrive: thread_count must be a multiple of 32 in 32..{threads} "
+                             f"(the block's threads), got {count}")
+    _stmt("named_barrier_arrive", [_C.const(bid, "int32"), _C.const(count, "int32")])
+
+
 def tma_store_arrive():
     """Commits this thread's TMA stores issued so far as one bulk group
     (cp.async.bulk.commit_group; T.tma_copy's stores commit their own)."""

@@ -166,3 +166,89 @@ warp_reduce_max = _warp_reduce("max")
 warp_reduce_min = _warp_reduce("min")
 warp_reduce_bitand = _warp_reduce("bitand")
 warp_reduce_bitor = _warp_reduce("bitor")
+
+
+def _match(name, value, mask):
+    if not is_expr(value) or not (value.dtype.startswith("int") or value.dtype.startswith("uint") or
+                                  value.dtype in ("float32", "float64")) or value.dtype.endswith("8") or \
+            value.dtype.endswith("16"):
+        raise _builder.error(TileLangTypeError, f"T.{name} compares 32- or 64-bit values, got "
+                             f"{value.dtype if is_expr(value) else repr(value)}")
+    return _C.call(name, [_mask(mask), value])
+
+
+def match_any_sync(value, mask=_FULL_MASK):
+    """The lanes of the mask whose value equals this lane's (uint32; CUDA sm_70+)."""
+    return _match("match_any_sync", value, mask)
+
+
+def match_all_sync(value, mask=_FULL_MASK):
+    """The mask where every lane of it has the same value, else 0 (uint32; CUDA sm_70+)."""
+    return _match("match_all_sync", value, mask)
+
+
+def transpose(src, dst):
+    """dst[j, i] = src[i, j] for 2-D tiles src (M, N) and dst (N, M) (shared tiles, or any
+    buffers), as one T.Parallel loop of the block's threads."""
+    from .tile_ops import _as_region
+    b = _builder.require("T.transpose")
+    s = _as_region(src, None, "T.transpose", "source")
+    d = _as_region(dst, None, "T.transpose", "destination")
+    se, de = [e for _, e in s.ranges], [e for _, e in d.ranges]
+    if len(se) != 2 or len(de) != 2:
+        raise _builder.error(_builder.error_cls("TileLangShapeError"),
+                             f"T.transpose takes 2-D tiles, got extents {se} and {de}")
+    if any(isinstance(x, int) and isinstance(y, int) and x != y for x, y in ((se[0], de[1]), (se[1], de[0]))):
+        raise _builder.error(_builder.error_cls("TileLangShapeError"),
+                             f"T.transpose: the destination must be {se[1]} x {se[0]} for a {se[0]} x {se[1]} source, "
+                             f"got {de[0]} x {de[1]}")
+    i, j = _C.var("i", "int32"), _C.var("j", "int32")
+    (s0, _), (s1, _) = s.ranges
+    (d0, _), (d1, _) = d.ranges
+    value = s.buffer[s0 + i, s1 + j]
+    store = _C.store(d.buffer.handle, value, [d0 + j, d1 + i])
+    b.emit(_C.for_(i, 0, se[0], "parallel", _C.for_(j, 0, se[1], "parallel", store, {}), {}))
+
+
+def _cluster(name):
+    _kernel_indices(name, 2)
+    k = _builder.require(name).kernels[-1]
+    dims = list(k[4]) if len(k) > 4 and k[4] else [1, 1, 1]
+    return dims + [1] * (3 - len(dims))
+
+
+def get_cluster_dims():
+    """The cluster's shape [x, y, z] (T.Kernel's cluster_dims; [1, 1, 1] without)."""
+    return _cluster("T.get_cluster_dims")
+
+
+def get_cluster_size():
+    """The blocks of a cluster."""
+    x, y, z = _cluster("T.get_cluster_size")
+    return x * y * z
+
+
+def get_cluster_id(dim: int = 0):
+    """The cluster of this block along dim: its block index divided by the cluster's extent."""
+    dims = _cluster("T.get_cluster_id")
+    blocks = _kernel_indices("T.get_cluster_id", 2)
+    if dim >= len(blocks):
+        return 0
+    return blocks[dim] if dims[dim] == 1 else blocks[dim] // dims[dim]
+
+
+def get_cluster_ids():
+    """T.get_cluster_id along every grid dimension of the kernel."""
+    return [get_cluster_id(d) for d in range(len(_kernel_indices("T.get_cluster_ids", 2)))]
+
+
+def get_cluster_extent(dim: int = 0):
+    """The clusters along dim: the grid's extent divided by the cluster's, rounded up."""
+    dims = _cluster("T.get_cluster_extent")
+    extent = get_block_extent(dim)
+    return -(-extent // dims[dim]) if isinstance(extent, int) else (extent + dims[dim] - 1) // dims[dim]
+
+
+def get_cluster_extents():
+    """T.get_cluster_extent along x, y and z."""
+    return [get_cluster_extent(d) for d in range(3)]

@@ -38,7 +38,7 @@ class Builder:
     def __init__(self, file: str):
         self.file = file
         self.frames: list[Frame] = []
-        self.kernels = []  # stack of (thread_vars, threads, block_vars, grid) of enclosing T.Kernel blocks
+        self.kernels = []  # stack of (thread_vars, threads, block_vars, grid, cluster) of enclosing T.Kernel blocks
         self.pending_name = None  # name an alloc_* result is about to be bound to
         self.line = 0
         self.outputs = []  # buffers made by T.empty: parameters the call allocates and returns

@@ -635,7 +635,7 @@ class Parser:
         thread_vars = [_C.var(n, "int32") for n in ("tx", "ty", "tz")[: len(spec.threads)]]
         if spec.prelude is not None:
             self.builder.prelude.append(spec.prelude)
-        self.builder.kernels.append((thread_vars, spec.threads, block_vars, list(spec.grid)))
+        self.builder.kernels.append((thread_vars, spec.threads, block_vars, list(spec.grid), list(spec.cluster or [])))
         self.kernel_launch = (list(spec.grid), list(spec.threads), list(spec.cluster or []), block_vars)
         self.builder.push()
         self.scopes.append(Scope(ir=True))

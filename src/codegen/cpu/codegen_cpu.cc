@@ -407,7 +407,7 @@ class CodeGenCPU : public Emitter {
     if (op == "wait_wgmma") return;   // T.gemm is synchronous here
     // T.sync_threads (also a named barrier): a block is one program here, its "threads"
     // already in step at every statement.
-    if (op == "sync_threads" || op == "named_barrier_sync") return;
+    if (op == "sync_threads" || op == "named_barrier_sync" || op == "named_barrier_arrive") return;
     if (op == "print") {
       std::string text = "tl::print(";
       for (size_t i = 0; i < call->args.size(); ++i) {

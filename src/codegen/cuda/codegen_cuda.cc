@@ -643,7 +643,7 @@ class CodeGenCUDA : public Emitter {
            op == "mbarrier_init" || op == "mbarrier_expect_tx" || op == "mbarrier_arrive" ||
            op == "mbarrier_arrive_expect_tx" || op == "mbarrier_init_all" ||
            op == "mbarrier_wait" || op == "cp_async_barrier_noinc" || op == "set_max_nreg" ||
-           op == "named_barrier_sync" || op == "ws_role" ||
+           op == "named_barrier_sync" || op == "named_barrier_arrive" || op == "ws_role" ||
            op == "wait_wgmma" || op == "tma_load_multicast" || op == "cluster_arrive" ||
            op == "cluster_arrive_relaxed" || op == "cluster_wait" || op == "cluster_sync" ||
            op == "fence_barrier_init" || op == "mbarrier_arrive_remote" || op == "mbarrier_arrive_cluster" ||
@@ -706,6 +706,10 @@ class CodeGenCUDA : public Emitter {
     if (op.rfind("warp_reduce_", 0) == 0) {
       DataType ct = compute_type(n->args[0]->dtype);
       return convert_code({text + convert(n->args[0], ct).text + ")"}, ct, n->dtype, n->span);
+    }
+    if (op == "match_any_sync" || op == "match_all_sync") {  // (mask, value): the value in its own type
+      if (dialect_) dialect_->require("warp match (__match_any_sync / __match_all_sync)", n->span);
+      return {text + convert(n->args[0], DataType::UInt(32)).text + ", " + emit(n->args[1]).text + ")"};
     }
     for (size_t i = 0; i < n->args.size(); ++i) {
       bool mask = i == 0 && (op == "any_sync" || op == "all_sync" || op == "ballot_sync" || op == "sync_warp");
@@ -1294,9 +1298,9 @@ class CodeGenCUDA : public Emitter {
       line("tl::" + op + "(" + std::to_string(const_arg(call, 0, "barrier id")) + ");");
       return;
     }
-    if (op == "named_barrier_sync") {
+    if (op == "named_barrier_sync" || op == "named_barrier_arrive") {
       if (dialect_) dialect_->require("named barriers", call->span);
-      line("tl::named_barrier_sync(" + std::to_string(const_arg(call, 0, "barrier id")) + ", " +
+      line("tl::" + op + "(" + std::to_string(const_arg(call, 0, "barrier id")) + ", " +
            std::to_string(const_arg(call, 1, "thread count")) + ");");
       return;
     }
