@@ -207,3 +207,25 @@ def test_named_barrier_arrive_and_match():
         def bad(A: T.Tensor((64,), "int32")):
             with T.Kernel(1, threads=64) as bx:
                 T.named_barrier_arrive(1, 48)
+
+
+def test_any_of_all_of_and_dtype_names(target, rng):
+    @T.prim_func
+    def flags(A: T.Tensor((16, 4), "int32"), Out: T.Tensor((16, 2), "int32")):
+        with T.Kernel(16, threads=1) as bx:
+            row = T.alloc_local((4,), T.int)
+            for j in T.serial(4):
+                row[j] = A[bx, j]
+            T.assume(bx < 16)
+            Out[bx, 0] = T.any_of(row)
+            Out[bx, 1] = T.all_of(row)
+
+    k = tilelang.compile(flags, target=target)
+    a = rng.integers(0, 2, (16, 4)).astype(np.int32) * rng.integers(1, 5, (16, 4)).astype(np.int32)
+    a[0] = 0
+    a[1] = 3
+    out = np.zeros((16, 2), np.int32)
+    k(a, out)
+    np.testing.assert_array_equal(out[:, 0], (a != 0).any(1))
+    np.testing.assert_array_equal(out[:, 1], (a != 0).all(1))
+    assert (T.int, T.uint, T.short, T.long, T.boolean) == ("int32", "uint32", "int16", "int64", "bool")

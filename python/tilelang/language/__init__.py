@@ -37,7 +37,7 @@ from .warp import (activemask, all_sync, any_sync, ballot_sync, get_block_extent
                    shuffle_elect, sync_warp, syncthreads_and, syncthreads_count, syncthreads_or, warp_reduce_bitand,
                    warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum, get_cluster_dims,
                    get_cluster_extent, get_cluster_extents, get_cluster_id, get_cluster_ids, get_cluster_size,
-                   match_all_sync, match_any_sync, transpose)
+                   match_all_sync, match_any_sync, transpose, all_of, any_of, assume, ballot)
 from .conv import c2d_im2col, im2col
 from .tile_ops import (annotate_layout, atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min,
                        atomic_or, atomic_store, clear, copy, cummax, cumsum, fill, gemm, print, tma_copy,
@@ -47,6 +47,7 @@ from .tile_ops import (annotate_layout, atomic_add, atomic_addx2, atomic_addx4, 
 from .types import (Buffer, FragmentBuffer, GemmWarpPolicy, LocalBuffer, SharedBuffer, StridedTensor, Tensor,
                     bfloat16, bool, double, dynamic, float,
                     dtype, float4_e2m1fn, float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,
-                    int4, int8, int16, int32, int64, symbolic, uint4, uint8, uint16, uint32, uint64)
+                    int4, int8, int16, int32, int64, symbolic, uint4, uint8, uint16, uint32, uint64, boolean, int,
+                    long, short, uint)
 
 ceil_div = ceildiv

@@ -16,6 +16,9 @@ float4_e2m1fn = DType("float4_e2m1")
 half = float16
 float = float32  # noqa: A001
 double = float64
+boolean = bool
+short, long, uint = int16, int64, uint32
+int = int32  # noqa: A001 - the DSL's name (T.int is int32, as upstream)
 dtype = DType  # T.dtype("float16"), T.dtype(torch.float16); T.float16 is a T.dtype
 
 

@@ -252,3 +252,59 @@ def get_cluster_extent(dim: int = 0):
 def get_cluster_extents():
     """T.get_cluster_extent along x, y and z."""
     return [get_cluster_extent(d) for d in range(3)]
+
+
+def ballot(predicate):
+    """T.ballot_sync(predicate) over the whole warp."""
+    return ballot_sync(predicate)
+
+
+def _elements(name, buffer):
+    from .tile_ops import _as_region
+    region = _as_region(buffer, None, name, "buffer")
+    extents = [int(e.value) if is_expr(e) and e.kind == "IntImm" else e for _, e in region.ranges]
+    if not all(isinstance(e, int) for e in extents):
+        raise _builder.error(TileLangTypeError, f"{name} needs a buffer of constant shape, got extents {extents}")
+    count = 1
+    for e in extents:
+        count *= e
+    if count > 1024:
+        raise _builder.error(_builder.error_cls("TileLangUnsupportedError"),
+                             f"{name} over {count} elements (each thread reads them all; at most 1024)",
+                             "reduce the buffer with T.reduce_max / T.reduce_min first")
+    out = []
+    for flat in range(count):
+        idx, rest = [], flat
+        for e in reversed(extents):
+            idx.append(rest % e)
+            rest //= e
+        idx = [lo + i for (lo, _), i in zip(region.ranges, reversed(idx))]
+        out.append(region.buffer[tuple(idx)] if len(idx) > 1 else region.buffer[idx[0]])
+    return out
+
+
+def any_of(buffer):
+    """Whether any element of the buffer (or region) is non-zero, as the calling thread reads
+    them all (a small per-thread or shared buffer)."""
+    from .math import Or
+    xs = [x != 0 for x in _elements("T.any_of", buffer)]
+    out = xs[0]
+    for x in xs[1:]:
+        out = Or(out, x)
+    return out
+
+
+def all_of(buffer):
+    """Whether every element of the buffer (or region) is non-zero, as the calling thread
+    reads them all."""
+    from .math import And
+    xs = [x != 0 for x in _elements("T.all_of", buffer)]
+    out = xs[0]
+    for x in xs[1:]:
+        out = And(out, x)
+    return out
+
+
+def assume(cond=None):
+    """A fact the program guarantees (upstream's analyzer hint); no code, and no check."""
+    return None
