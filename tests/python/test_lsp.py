@@ -162,9 +162,10 @@ def test_language_server_over_stdio(tmp_path):
     assert inspect.getdoc(T.copy) in hover.contents.value
     assert (hover.range.start.character, hover.range.end.character) == (12, 18)
 
-    # `T.alloc_` completes to every T.alloc_* name, documented.
+    # `T.all` (the cursor inside `T.alloc_shared`) completes to every T.all* name, documented.
     labels = sorted(item.label for item in names.items)
-    assert labels == sorted(n for n in dir(T) if n.startswith("alloc_"))
+    assert labels == sorted(n for n in dir(T) if n.startswith("all") and not inspect.ismodule(getattr(T, n)))
+    assert "alloc_fragment" in labels
     shared = next(item for item in names.items if item.label == "alloc_shared")
     assert inspect.getdoc(T.alloc_shared) in shared.documentation.value
 

@@ -229,3 +229,28 @@ def test_any_of_all_of_and_dtype_names(target, rng):
     np.testing.assert_array_equal(out[:, 0], (a != 0).any(1))
     np.testing.assert_array_equal(out[:, 1], (a != 0).all(1))
     assert (T.int, T.uint, T.short, T.long, T.boolean) == ("int32", "uint32", "int16", "int64", "bool")
+
+
+def test_annotate_min_blocks_per_sm(target, rng):
+    def scale(ws):
+        @T.prim_func
+        def k(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+            with T.Kernel(2, threads=128) as bx:
+                T.annotate_min_blocks_per_sm(4)
+                for i in T.Parallel(128):
+                    B[bx * 128 + i] = A[bx * 128 + i] * 2
+        return k
+
+    k = tilelang.compile(scale(False), target=target)  # a hint elsewhere: the same result
+    a = rng.standard_normal(256).astype(np.float32)
+    b = np.zeros_like(a)
+    k(a, b)
+    np.testing.assert_array_equal(b, a * 2)
+    from tilelang import _C
+    source = _C.codegen(_C.lower(scale(False).handle, "cuda -arch=sm_90a"), "cuda -arch=sm_90a")
+    assert "__launch_bounds__(128, 4)" in source
+    with pytest.raises(tilelang.errors.TileLangTypeError, match="n must be a positive int, got 0"):
+        @T.prim_func
+        def bad(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                T.annotate_min_blocks_per_sm(0)

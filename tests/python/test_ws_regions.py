@@ -192,7 +192,7 @@ def test_tma_copy_by_hand_loads_by_tma():
 
 @pytest.mark.parametrize("source, message", [
     ("stride", "T.tma_copy: A's stride along dimension 0 is known only at run time (TMA needs multiples of 16 bytes)"),
-    ("store", "T.tma_copy: a store takes no barrier and no cluster_mask"),
+    ("store", "T.tma_copy: a store takes no barrier, no cluster_mask and no eviction_policy"),
     ("barrier", "T.tma_copy: a load needs barrier="),
     ("cpu", "T.tma_copy is not supported on target cpu: TMA needs sm_90a"),
 ])

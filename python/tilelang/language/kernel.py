@@ -130,6 +130,20 @@ def get_thread_bindings():
     return list(_kernel_indices("T.get_thread_bindings", 0))
 
 
+def annotate_min_blocks_per_sm(n: int):
+    """At least n blocks of this kernel should fit on a multiprocessor: the second argument of
+    __launch_bounds__ (CUDA, HIP), so that ptxas budgets registers for them. Not with warp
+    specialisation, whose register reallocation needs one block per multiprocessor."""
+    b = _builder.require("T.annotate_min_blocks_per_sm")
+    if not b.kernels:
+        raise _builder.error(_builder.error_cls("TileLangSyntaxError"),
+                             "T.annotate_min_blocks_per_sm is used outside a T.Kernel block")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise _builder.error(_builder.error_cls("TileLangTypeError"),
+                             f"T.annotate_min_blocks_per_sm: n must be a positive int, got {n!r}")
+    b.emit(_C.evaluate(_C.call_void("min_blocks_per_sm", [n])))
+
+
 def use_swizzle(panel_size: int, order: str = "row", enable: bool = True):
     """Launch the blocks of a 2-D grid panel by panel, for L2 reuse: with order "row",
     panel_size consecutive rows of blocks (the second grid index) form a panel that is

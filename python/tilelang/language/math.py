@@ -77,7 +77,7 @@ def atan2(x1, x2):
 
 
 def copysign(x1, x2):
-    """|x1| with the sign of x2."""
+    """The magnitude of x1 with the sign of x2."""
     return _C.call("copysign", [x1, x2])
 
 
@@ -163,7 +163,7 @@ def likely(cond):
 
 
 def fabs(x):
-    """|x| (T.abs)."""
+    """The absolute value of x (T.abs)."""
     return abs(x)
 
 

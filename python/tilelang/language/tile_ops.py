@@ -399,8 +399,8 @@ def atomic_min(dst, value, memory_order=None, return_prev=False):
 
 
 def atomic_or(dst, value, memory_order=None):
-    """dst |= value atomically, dst one element of an integer buffer; memory_order as for
-    T.atomic_add."""
+    """dst = dst or value (bitwise) atomically, dst one element of an integer buffer;
+    memory_order as for T.atomic_add."""
     if not (is_expr(dst) and dst.kind == "BufferLoad"):
         raise _builder.error(TileLangTypeError, "T.atomic_or updates one element", "write T.atomic_or(flags[i], bits)")
     if not (dst.dtype.startswith("int") or dst.dtype.startswith("uint")):

@@ -403,6 +403,7 @@ class CodeGenCPU : public Emitter {
       return;
     }
     if (op == "use_swizzle") return;  // the order of blocks does not matter on the CPU
+    if (op == "min_blocks_per_sm") return;  // a register budget hint for GPU compilers
     if (op == "no_set_max_nreg") return;  // a hint to Hopper's warp specialisation
     if (op == "wait_wgmma") return;   // T.gemm is synchronous here
     // T.sync_threads (also a named barrier): a block is one program here, its "threads"

@@ -406,8 +406,22 @@ class CodeGenCUDA : public Emitter {
     for_each_expr(k->body, [&](const ExprNode* e) {
       if (auto* c = dynamic_cast<const CallNode*>(e)) rebalances = rebalances || c->op == "set_max_nreg";
     });
-    std::string bounds = opts_.launch_bounds || rebalances
-                             ? "__launch_bounds__(" + std::to_string(k->num_threads()) + (rebalances ? ", 1" : "") + ") "
+    // T.annotate_min_blocks_per_sm(m): the launch bounds' second argument.
+    int64_t min_blocks = 0;
+    for_each_expr(k->body, [&](const ExprNode* e) {
+      auto* c = dynamic_cast<const CallNode*>(e);
+      if (c && c->op == "min_blocks_per_sm" && !c->args.empty())
+        if (const int64_t* m = const_int(c->args[0])) min_blocks = *m;
+    });
+    if (rebalances && min_blocks > 1)
+      fail(ErrorKind::Unsupported, k->span,
+           "T.annotate_min_blocks_per_sm(" + std::to_string(min_blocks) + ") in a warp-specialised kernel: its "
+           "register reallocation (setmaxnreg) needs one block per multiprocessor",
+           "drop the annotation, or pass the pass config tl.disable_warp_specialized");
+    if (rebalances) min_blocks = 1;
+    std::string bounds = opts_.launch_bounds || min_blocks
+                             ? "__launch_bounds__(" + std::to_string(k->num_threads()) +
+                                   (min_blocks ? ", " + std::to_string(min_blocks) : "") + ") "
                              : "";
     if (!k->cluster.empty()) {
       require_arch(90, k->span, "thread-block clusters");
@@ -634,7 +648,7 @@ class CodeGenCUDA : public Emitter {
 
   static bool is_statement_call(const std::string& op) {
     return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
-           op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "matrix_core" || op == "use_swizzle" ||
+           op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "matrix_core" || op == "use_swizzle" || op == "min_blocks_per_sm" ||
            op == "no_set_max_nreg" || op == "wgmma" ||
            op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async" ||
            op == "tma_load" || op == "tma_store" || op == "tma_reduce_add" || op == "tma_store_commit" ||
@@ -1138,6 +1152,7 @@ class CodeGenCUDA : public Emitter {
       return;
     }
     if (op == "use_swizzle") return;  // applied where the block indices are bound
+    if (op == "min_blocks_per_sm") return;  // in the launch bounds
     if (op == "no_set_max_nreg") return;  // read by warp specialisation
     if (op == "ldmatrix") {
       // ldmatrix(trans, count, registers, shared element): count 8x8 matrices of 16-bit values.
