@@ -511,6 +511,20 @@ TL_DEVICE int clz(T x) {
   else return __clz(static_cast<int>(x));
 }
 
+// T.pdl_trigger / T.pdl_sync (programmatic dependent launch, sm_90+): let the next kernel of
+// the stream start; wait until the previous one has finished and its writes are visible.
+// Without a programmatic launch (or before sm_90) the stream orders the kernels anyway.
+TL_DEVICE void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+TL_DEVICE void pdl_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 // language/warp.py: a warp of 32 lanes; votes, ballots and barriers of the warp; block
 // barriers that count, and, or a predicate; a value reduced over the warp (butterfly).
 TL_DEVICE int warp_size() { return 32; }

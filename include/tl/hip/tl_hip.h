@@ -122,6 +122,10 @@ TL_DEVICE int clz(T x) {
   else return __builtin_clz(static_cast<unsigned int>(x));
 }
 
+// T.pdl_trigger / T.pdl_sync: HIP launches kernels of a stream one after another.
+TL_DEVICE void pdl_trigger() {}
+TL_DEVICE void pdl_sync() {}
+
 // language/warp.py: the wavefront is the warp (its lanes run in step: the masks of the
 // votes, ballots and warp barrier are all of it); block barriers that count, and, or a
 // predicate; a value reduced over the wavefront (butterfly).

@@ -144,6 +144,24 @@ def annotate_min_blocks_per_sm(n: int):
     b.emit(_C.evaluate(_C.call_void("min_blocks_per_sm", [n])))
 
 
+def pdl_trigger():
+    """Programmatic dependent launch (CUDA sm_90+): the next kernel of the stream may start
+    now (griddepcontrol.launch_dependents); this kernel's writes after the trigger are still
+    seen by a T.pdl_sync there, which waits for the whole grid."""
+    b = _builder.require("T.pdl_trigger")
+    b.emit(_C.evaluate(_C.call_void("pdl_trigger", [])))
+
+
+def pdl_sync():
+    """Programmatic dependent launch (CUDA sm_90+): wait until the previous kernel of the
+    stream has finished and its writes are visible (griddepcontrol.wait). A kernel that
+    calls it is launched with programmatic stream serialization, so that its blocks may
+    start (and run the code before this call) while that kernel finishes; elsewhere the
+    stream's order already holds and the call compiles to nothing."""
+    b = _builder.require("T.pdl_sync")
+    b.emit(_C.evaluate(_C.call_void("pdl_sync", [])))
+
+
 def use_swizzle(panel_size: int, order: str = "row", enable: bool = True):
     """Launch the blocks of a 2-D grid panel by panel, for L2 reuse: with order "row",
     panel_size consecutive rows of blocks (the second grid index) form a panel that is

@@ -404,6 +404,7 @@ class CodeGenCPU : public Emitter {
     }
     if (op == "use_swizzle") return;  // the order of blocks does not matter on the CPU
     if (op == "min_blocks_per_sm") return;  // a register budget hint for GPU compilers
+    if (op == "pdl_trigger" || op == "pdl_sync") return;  // blocks of one launch, in stream order
     if (op == "no_set_max_nreg") return;  // a hint to Hopper's warp specialisation
     if (op == "wait_wgmma") return;   // T.gemm is synchronous here
     // T.sync_threads (also a named barrier): a block is one program here, its "threads"

@@ -648,7 +648,8 @@ class CodeGenCUDA : public Emitter {
 
   static bool is_statement_call(const std::string& op) {
     return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
-           op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "matrix_core" || op == "use_swizzle" || op == "min_blocks_per_sm" ||
+           op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "matrix_core" || op == "use_swizzle" || op == "min_blocks_per_sm" || op == "pdl_trigger" ||
+           op == "pdl_sync" ||
            op == "no_set_max_nreg" || op == "wgmma" ||
            op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async" ||
            op == "tma_load" || op == "tma_store" || op == "tma_reduce_add" || op == "tma_store_commit" ||
@@ -1153,6 +1154,10 @@ class CodeGenCUDA : public Emitter {
     }
     if (op == "use_swizzle") return;  // applied where the block indices are bound
     if (op == "min_blocks_per_sm") return;  // in the launch bounds
+    if (op == "pdl_trigger" || op == "pdl_sync") {  // griddepcontrol (sm_90+; nothing before)
+      line("tl::" + op + "();");
+      return;
+    }
     if (op == "no_set_max_nreg") return;  // read by warp specialisation
     if (op == "ldmatrix") {
       // ldmatrix(trans, count, registers, shared element): count 8x8 matrices of 16-bit values.
@@ -1607,6 +1612,10 @@ std::vector<CudaKernelInfo> cuda_kernel_infos(const PrimFunc& lowered) {
     info.dynamic_shared_bytes = plan.dyn_bytes;
     info.static_shared_bytes = plan.static_bytes;
     info.params = params;
+    for_each_expr(k->body, [&](const ExprNode* e) {
+      auto* c = dynamic_cast<const CallNode*>(e);
+      info.programmatic_launch = info.programmatic_launch || (c && c->op == "pdl_sync");
+    });
     out.push_back(std::move(info));
   }
   return out;

@@ -79,6 +79,9 @@ struct CudaKernelInfo {
   int64_t dynamic_shared_bytes = 0;
   int64_t static_shared_bytes = 0;  // sum of the `shared` arrays, for reports
   std::vector<CudaKernelParam> params;
+  // The kernel waits for the previous kernel of its stream by T.pdl_sync: launched with
+  // programmatic stream serialization, so that it may start while that one finishes.
+  bool programmatic_launch = false;
 };
 
 // Throws CompileError: Unsupported for constructs the target cannot express (sub-byte or

@@ -59,9 +59,17 @@ CudaFunctionAttributes CudaFunction::attributes() const {
 }
 
 void CudaFunction::launch(const Dim3& grid, const Dim3& block, unsigned shared_bytes, void* stream,
-                          void** args) const {
+                          void** args, bool programmatic) const {
   const CudaDriverApi& api = cuda_driver();
   auto enqueue = [&] {
+    if (programmatic && api.cuLaunchKernelEx) {
+      cu::LaunchAttribute attribute{};
+      attribute.id = cu::kLaunchAttributeProgrammaticStreamSerialization;
+      attribute.value.programmatic_stream_serialization_allowed = 1;
+      cu::LaunchConfig config{grid[0],  grid[1],     grid[2], block[0], block[1], block[2], shared_bytes,
+                              static_cast<cu::Stream>(stream), &attribute, 1};
+      return api.cuLaunchKernelEx(&config, handle_, args, nullptr);
+    }
     return api.cuLaunchKernel(handle_, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
                               static_cast<cu::Stream>(stream), args, nullptr);
   };

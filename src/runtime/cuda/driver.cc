@@ -82,6 +82,7 @@ const DriverState& driver_state() {
       return s;
     }
     s->library.bind(s->api.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");  // optional
+    s->library.bind(s->api.cuLaunchKernelEx, "cuLaunchKernelEx");              // optional
     cu::Result rc = s->api.cuInit(0);
     if (rc != cu::kSuccess) {
       s->error = "cuInit failed: " + raw_error_text(s->api, rc);

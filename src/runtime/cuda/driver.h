@@ -85,6 +85,27 @@ using TensorMapEncodeTiledFn = Result (*)(void* tensor_map, int data_type, uint3
                                           const uint32_t* box_dim, const uint32_t* element_strides,
                                           int interleave, int swizzle, int l2_promotion, int oob_fill);
 
+// cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig and CUlaunchAttribute, CUDA
+// 12): one attribute here, programmatic stream serialization (T.pdl_sync kernels).
+constexpr int kLaunchAttributeProgrammaticStreamSerialization = 6;
+struct LaunchAttribute {
+  int id;
+  char pad[8 - sizeof(int)];
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization_allowed;
+  } value;
+};
+struct LaunchConfig {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  Stream stream;
+  LaunchAttribute* attrs;
+  unsigned num_attrs;
+};
+static_assert(sizeof(LaunchAttribute) == 72, "CUlaunchAttribute is 72 bytes");
+static_assert(sizeof(LaunchConfig) == 56, "CUlaunchConfig is 56 bytes on 64-bit hosts");
+using LaunchKernelExFn = Result (*)(const LaunchConfig* config, Function function, void** params, void** extra);
+
 }  // namespace cu
 
 // The driver entry points this project calls, with the signatures of cuda.h. Members that
@@ -118,6 +139,9 @@ struct CudaDriverApi {
   cu::Result (*cuMemcpyDtoH)(void* dst, cu::DevicePtr src, size_t bytes) = nullptr;
   // Optional (CUDA 12.0 and later): null when the driver lacks it; see cuda_tensor_map_encoder().
   cu::TensorMapEncodeTiledFn cuTensorMapEncodeTiled = nullptr;
+  // Optional (CUDA 12.0 and later): null when the driver lacks it; kernels that would use it
+  // (programmatic launches) are then launched as usual, in stream order.
+  cu::LaunchKernelExFn cuLaunchKernelEx = nullptr;
 };
 
 // True when the driver loads, cuInit succeeds and at least one device exists. Never throws;
