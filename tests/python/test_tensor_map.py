@@ -74,7 +74,8 @@ class _FakeFunction:
     def __init__(self):
         self.launches = []
 
-    def launch(self, grid, block, smem, stream, args):
+    def launch(self, grid, block, smem, stream, args, programmatic):
+        assert programmatic is False  # no T.pdl_sync in these kernels
         self.launches.append((grid, args))
 
 

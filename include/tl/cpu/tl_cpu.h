@@ -339,6 +339,9 @@ inline T atomic_min(T* address, T value) {
   return detail::atomic_update(address, [&](T old) { return C(value) < C(old) ? value : old; });
 }
 
+// T.device_assert on the CPU: the message on stderr; the kernel goes on.
+inline void device_assert_fail(const char* message) { std::fprintf(stderr, "%s\n", message); }
+
 // T.atomic_*(..., memory_order=...): (atomic_fence_before<O>(), atomic_fence_after<O>(atomic))
 // orders the relaxed atomic among the blocks' threads; O as C++ numbers the orders
 // (0 relaxed, 1 consume, 2 acquire, 3 release, 4 acq_rel, 5 seq_cst).

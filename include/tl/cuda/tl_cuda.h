@@ -511,6 +511,12 @@ TL_DEVICE int clz(T x) {
   else return __clz(static_cast<int>(x));
 }
 
+// T.device_assert: the message, then a trap (the launch fails, as CUDA's assert makes it).
+TL_DEVICE void device_assert_fail(const char* message) {
+  printf("%s\n", message);
+  __trap();
+}
+
 // T.pdl_trigger / T.pdl_sync (programmatic dependent launch, sm_90+): let the next kernel of
 // the stream start; wait until the previous one has finished and its writes are visible.
 // Without a programmatic launch (or before sm_90) the stream orders the kernels anyway.

@@ -122,6 +122,12 @@ TL_DEVICE int clz(T x) {
   else return __builtin_clz(static_cast<unsigned int>(x));
 }
 
+// T.device_assert: the message, then a trap (the launch fails).
+TL_DEVICE void device_assert_fail(const char* message) {
+  printf("%s\n", message);
+  __builtin_trap();
+}
+
 // T.pdl_trigger / T.pdl_sync: HIP launches kernels of a stream one after another.
 TL_DEVICE void pdl_trigger() {}
 TL_DEVICE void pdl_sync() {}

@@ -144,6 +144,17 @@ def annotate_min_blocks_per_sm(n: int):
     b.emit(_C.evaluate(_C.call_void("min_blocks_per_sm", [n])))
 
 
+def device_assert(condition, msg: str = "", no_stack_info: bool = False):
+    """Stops the kernel where condition is false: on CUDA and HIP the thread prints
+    "file:line: device assert failed: msg" and traps (the launch fails, and the device context
+    with it, as CUDA's assert does); on the CPU the message goes to stderr and the kernel goes
+    on; WebGPU has no way to report it and compiles the check to nothing. no_stack_info:
+    the message without the source line."""
+    b = _builder.require("T.device_assert")
+    text = msg if no_stack_info else f"{b.file}:{b.line}: device assert failed" + (f": {msg}" if msg else "")
+    b.emit(_C.evaluate(_C.call_void("device_assert", [condition, _C.string(text)])))
+
+
 def pdl_trigger():
     """Programmatic dependent launch (CUDA sm_90+): the next kernel of the stream may start
     now (griddepcontrol.launch_dependents); this kernel's writes after the trigger are still

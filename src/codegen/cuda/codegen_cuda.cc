@@ -649,6 +649,7 @@ class CodeGenCUDA : public Emitter {
   static bool is_statement_call(const std::string& op) {
     return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
            op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "matrix_core" || op == "use_swizzle" || op == "min_blocks_per_sm" || op == "pdl_trigger" ||
+           op == "device_assert" ||
            op == "pdl_sync" ||
            op == "no_set_max_nreg" || op == "wgmma" ||
            op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async" ||
@@ -1154,6 +1155,13 @@ class CodeGenCUDA : public Emitter {
     }
     if (op == "use_swizzle") return;  // applied where the block indices are bound
     if (op == "min_blocks_per_sm") return;  // in the launch bounds
+    if (op == "device_assert") {  // T.device_assert(condition, message)
+      auto* text = call->args.size() == 2 ? as<StringImmNode>(call->args[1]) : nullptr;
+      if (!text) fail(ErrorKind::Internal, call->span, "internal: device_assert takes a condition and a message");
+      line("if (!(" + convert(call->args[0], DataType::Bool()).text + ")) tl::device_assert_fail(" +
+           string_literal(text->value) + ");");
+      return;
+    }
     if (op == "pdl_trigger" || op == "pdl_sync") {  // griddepcontrol (sm_90+; nothing before)
       line("tl::" + op + "();");
       return;

@@ -753,6 +753,7 @@ class WgslCodegen {
     if (call->op == "use_swizzle") return;  // block order: a CUDA L2 optimisation
     if (call->op == "min_blocks_per_sm") return;  // a register budget hint for CUDA / HIP compilers
     if (call->op == "pdl_trigger" || call->op == "pdl_sync") return;  // dispatches run in order
+    if (call->op == "device_assert") return;  // no way to report it from a shader
     if (call->op == "no_set_max_nreg") return;  // a hint to Hopper's warp specialisation
     if (call->op == "wait_wgmma") return;   // T.gemm is synchronous here
     if (call->op == "cp_async" || call->op == "cp_async_commit" || call->op == "cp_async_wait" ||
