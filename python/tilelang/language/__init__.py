@@ -38,10 +38,10 @@ from .warp import (activemask, all_sync, any_sync, ballot_sync, get_block_extent
                    shuffle_elect, sync_warp, syncthreads_and, syncthreads_count, syncthreads_or, warp_reduce_bitand,
                    warp_reduce_bitor, warp_reduce_max, warp_reduce_min, warp_reduce_sum, get_cluster_dims,
                    get_cluster_extent, get_cluster_extents, get_cluster_id, get_cluster_ids, get_cluster_size,
-                   match_all_sync, match_any_sync, transpose, all_of, any_of, assume, ballot)
+                   match_all_sync, match_any_sync, all_of, any_of, assume, ballot)
 from .conv import c2d_im2col, im2col
 from .tile_ops import (annotate_layout, atomic_add, atomic_addx2, atomic_addx4, atomic_load, atomic_max, atomic_min,
-                       atomic_or, atomic_store, clear, copy, cummax, cumsum, fill, gemm, print, tma_copy,
+                       atomic_or, atomic_store, clear, copy, cummax, cumsum, fill, gemm, print, tma_copy, transpose,
                        wgmma_gemm,
                        reduce, reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor, reduce_bitxor, reduce_max,
                        reduce_min, reduce_sum)

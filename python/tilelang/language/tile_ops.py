@@ -398,6 +398,28 @@ def atomic_min(dst, value, memory_order=None, return_prev=False):
     return _atomic("min", dst, value, return_prev, memory_order=memory_order)
 
 
+def transpose(src, dst):
+    """dst[j, i] = src[i, j] for 2-D tiles src (M, N) and dst (N, M) (shared tiles, or any
+    buffers), as one T.Parallel loop of the block's threads."""
+    b = _builder.require("T.transpose")
+    s = _as_region(src, None, "T.transpose", "source")
+    d = _as_region(dst, None, "T.transpose", "destination")
+    se, de = [e for _, e in s.ranges], [e for _, e in d.ranges]
+    if len(se) != 2 or len(de) != 2:
+        raise _builder.error(TileLangShapeError,
+                             f"T.transpose takes 2-D tiles, got extents {se} and {de}")
+    if any(isinstance(x, int) and isinstance(y, int) and x != y for x, y in ((se[0], de[1]), (se[1], de[0]))):
+        raise _builder.error(TileLangShapeError,
+                             f"T.transpose: the destination must be {se[1]} x {se[0]} for a {se[0]} x {se[1]} source, "
+                             f"got {de[0]} x {de[1]}")
+    i, j = _C.var("i", "int32"), _C.var("j", "int32")
+    (s0, _), (s1, _) = s.ranges
+    (d0, _), (d1, _) = d.ranges
+    value = s.buffer[s0 + i, s1 + j]
+    store = _C.store(d.buffer.handle, value, [d0 + j, d1 + i])
+    b.emit(_C.for_(i, 0, se[0], "parallel", _C.for_(j, 0, se[1], "parallel", store, {}), {}))
+
+
 def atomic_or(dst, value, memory_order=None):
     """dst = dst or value (bitwise) atomically, dst one element of an integer buffer;
     memory_order as for T.atomic_add."""

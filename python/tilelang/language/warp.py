@@ -1,9 +1,10 @@
 """Thread-level helpers of GPU kernels, as upstream names them: where a thread sits in its
-warp, warpgroup and block (T.get_lane_idx, T.get_warp_idx, T.get_warp_group_idx,
-T.get_thread_extent, T.get_block_extent, T.shuffle_elect); warp votes and barriers with a
-predicate (T.any_sync, T.all_sync, T.ballot_sync, T.activemask, T.sync_warp,
-T.syncthreads_count / _and / _or); and reductions of one value over a warp
-(T.warp_reduce_sum / max / min / bitand / bitor). They run on CUDA and HIP (a warp is 32
+warp, warpgroup, block and cluster (T.get_lane_idx, T.get_warp_idx, T.get_warp_group_idx,
+T.get_thread_extent, T.get_block_extent, T.get_cluster_id, T.shuffle_elect); warp votes,
+matches and barriers with a predicate (T.any_sync, T.all_sync, T.ballot_sync, T.activemask,
+T.match_any_sync, T.sync_warp, T.syncthreads_count / _and / _or); reductions of one value
+over a warp (T.warp_reduce_sum / max / min / bitand / bitor); and a thread's look over a
+small buffer (T.any_of, T.all_of). The warp operations run on CUDA and HIP (a warp is 32
 threads on CUDA, the wavefront on HIP); the CPU, which runs a block as one program, and
 WebGPU, whose subgroups have no fixed size, reject them at the line that uses them."""
 from __future__ import annotations
@@ -17,9 +18,16 @@ from .kernel import _kernel_indices
 _FULL_MASK = 0xFFFFFFFF
 
 
+def _kernel(name):
+    """The innermost T.Kernel's (thread_vars, threads, block_vars, grid, cluster); a syntax
+    error outside a T.Kernel block."""
+    _kernel_indices(name, 0)
+    return _builder.require(name).kernels[-1]
+
+
 def _linear_thread(name):
     """x + X * (y + Y * z): the thread's place in its block (the kernel's thread extents)."""
-    extents = _builder.require(name).kernels[-1][1] if _kernel_indices(name, 0) is not None else []
+    extents = _kernel(name)[1]
     index = _C.call("thread_index", [len(extents) - 1])
     for d in range(len(extents) - 2, -1, -1):
         index = index * extents[d] + _C.call("thread_index", [d])
@@ -71,29 +79,25 @@ def shuffle_elect(thread_extent):
 
 
 def get_thread_extent(dim: int = 0):
-    """The block's thread extent along dim (threads= of the innermost T.Kernel)."""
-    extents = _builder.require("T.get_thread_extent").kernels[-1][1] if _kernel_indices("T.get_thread_extent", 0) \
-        is not None else []
-    return list(extents)[dim] if 0 <= dim < len(extents) else 1
+    """The block's thread extent along dim (threads= of the innermost T.Kernel; 1 past them)."""
+    extents = _kernel("T.get_thread_extent")[1]
+    return extents[dim] if 0 <= dim < len(extents) else 1
 
 
 def get_thread_extents():
     """The block's thread extents (x, y, z as given to threads=)."""
-    _kernel_indices("T.get_thread_extents", 0)
-    return list(_builder.require("T.get_thread_extents").kernels[-1][1])
+    return list(_kernel("T.get_thread_extents")[1])
 
 
 def get_block_extent(dim: int = 0):
-    """The grid's extent along dim (the innermost T.Kernel's block counts)."""
-    _kernel_indices("T.get_block_extent", 2)
-    grid = _builder.require("T.get_block_extent").kernels[-1][3]
+    """The grid's extent along dim (the innermost T.Kernel's block counts; 1 past them)."""
+    grid = _kernel("T.get_block_extent")[3]
     return grid[dim] if 0 <= dim < len(grid) else 1
 
 
 def get_block_extents():
     """The grid's extents (as given to T.Kernel)."""
-    _kernel_indices("T.get_block_extents", 2)
-    return list(_builder.require("T.get_block_extents").kernels[-1][3])
+    return list(_kernel("T.get_block_extents")[3])
 
 
 def _predicate(name, predicate):
@@ -187,33 +191,8 @@ def match_all_sync(value, mask=_FULL_MASK):
     return _match("match_all_sync", value, mask)
 
 
-def transpose(src, dst):
-    """dst[j, i] = src[i, j] for 2-D tiles src (M, N) and dst (N, M) (shared tiles, or any
-    buffers), as one T.Parallel loop of the block's threads."""
-    from .tile_ops import _as_region
-    b = _builder.require("T.transpose")
-    s = _as_region(src, None, "T.transpose", "source")
-    d = _as_region(dst, None, "T.transpose", "destination")
-    se, de = [e for _, e in s.ranges], [e for _, e in d.ranges]
-    if len(se) != 2 or len(de) != 2:
-        raise _builder.error(_builder.error_cls("TileLangShapeError"),
-                             f"T.transpose takes 2-D tiles, got extents {se} and {de}")
-    if any(isinstance(x, int) and isinstance(y, int) and x != y for x, y in ((se[0], de[1]), (se[1], de[0]))):
-        raise _builder.error(_builder.error_cls("TileLangShapeError"),
-                             f"T.transpose: the destination must be {se[1]} x {se[0]} for a {se[0]} x {se[1]} source, "
-                             f"got {de[0]} x {de[1]}")
-    i, j = _C.var("i", "int32"), _C.var("j", "int32")
-    (s0, _), (s1, _) = s.ranges
-    (d0, _), (d1, _) = d.ranges
-    value = s.buffer[s0 + i, s1 + j]
-    store = _C.store(d.buffer.handle, value, [d0 + j, d1 + i])
-    b.emit(_C.for_(i, 0, se[0], "parallel", _C.for_(j, 0, se[1], "parallel", store, {}), {}))
-
-
 def _cluster(name):
-    _kernel_indices(name, 2)
-    k = _builder.require(name).kernels[-1]
-    dims = list(k[4]) if len(k) > 4 and k[4] else [1, 1, 1]
+    dims = list(_kernel(name)[4]) or [1, 1, 1]
     return dims + [1] * (3 - len(dims))
 
 
@@ -231,7 +210,7 @@ def get_cluster_size():
 def get_cluster_id(dim: int = 0):
     """The cluster of this block along dim: its block index divided by the cluster's extent."""
     dims = _cluster("T.get_cluster_id")
-    blocks = _kernel_indices("T.get_cluster_id", 2)
+    blocks = _kernel("T.get_cluster_id")[2]
     if dim >= len(blocks):
         return 0
     return blocks[dim] if dims[dim] == 1 else blocks[dim] // dims[dim]
@@ -239,7 +218,7 @@ def get_cluster_id(dim: int = 0):
 
 def get_cluster_ids():
     """T.get_cluster_id along every grid dimension of the kernel."""
-    return [get_cluster_id(d) for d in range(len(_kernel_indices("T.get_cluster_ids", 2)))]
+    return [get_cluster_id(d) for d in range(len(_kernel("T.get_cluster_ids")[2]))]
 
 
 def get_cluster_extent(dim: int = 0):
