@@ -687,4 +687,11 @@ std::string Emitter::atomic_load_store(const CallNode* n, const std::string& ele
   return "tl::atomic_store<" + o + ">(&" + element + ", " + value + ")";
 }
 
+std::string Emitter::device_assert_statement(const CallNode* n) {
+  auto* text = n->args.size() == 2 ? as<StringImmNode>(n->args[1]) : nullptr;
+  if (!text) fail(ErrorKind::Internal, n->span, internal_ + "device_assert takes a condition and a message");
+  return "if (!(" + convert(n->args[0], DataType::Bool()).text + ")) tl::device_assert_fail(" +
+         string_literal(text->value) + ");";
+}
+
 }  // namespace tl::c_like

@@ -405,13 +405,7 @@ class CodeGenCPU : public Emitter {
     if (op == "use_swizzle") return;  // the order of blocks does not matter on the CPU
     if (op == "min_blocks_per_sm") return;  // a register budget hint for GPU compilers
     if (op == "pdl_trigger" || op == "pdl_sync") return;  // blocks of one launch, in stream order
-    if (op == "device_assert") {  // reported on stderr; the kernel goes on
-      auto* text = call->args.size() == 2 ? as<StringImmNode>(call->args[1]) : nullptr;
-      if (!text) fail(ErrorKind::Internal, call->span, "internal: device_assert takes a condition and a message");
-      line("if (!(" + convert(call->args[0], DataType::Bool()).text + ")) tl::device_assert_fail(" +
-           string_literal(text->value) + ");");
-      return;
-    }
+    if (op == "device_assert") return line(device_assert_statement(call));  // on stderr; the kernel goes on
     if (op == "no_set_max_nreg") return;  // a hint to Hopper's warp specialisation
     if (op == "wait_wgmma") return;   // T.gemm is synchronous here
     // T.sync_threads (also a named barrier): a block is one program here, its "threads"

@@ -1155,13 +1155,7 @@ class CodeGenCUDA : public Emitter {
     }
     if (op == "use_swizzle") return;  // applied where the block indices are bound
     if (op == "min_blocks_per_sm") return;  // in the launch bounds
-    if (op == "device_assert") {  // T.device_assert(condition, message)
-      auto* text = call->args.size() == 2 ? as<StringImmNode>(call->args[1]) : nullptr;
-      if (!text) fail(ErrorKind::Internal, call->span, "internal: device_assert takes a condition and a message");
-      line("if (!(" + convert(call->args[0], DataType::Bool()).text + ")) tl::device_assert_fail(" +
-           string_literal(text->value) + ");");
-      return;
-    }
+    if (op == "device_assert") return line(device_assert_statement(call));  // the message, then a trap
     if (op == "pdl_trigger" || op == "pdl_sync") {  // griddepcontrol (sm_90+; nothing before)
       line("tl::" + op + "();");
       return;
