@@ -205,3 +205,20 @@ def test_atomic_load_store_or_errors(call, message):
         def bad(F: T.Tensor((4,), "int32")):
             with T.Kernel(1, threads=32) as bx:
                 F[1] = call(F)
+
+
+def test_relaxed_atomic_load_store_and_or_in_one_block(target, rng):
+    # WebGPU's atomicLoad / atomicStore / atomicOr (relaxed), float32 through its bits.
+    @T.prim_func
+    def relaxed(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), Bits: T.Tensor((2,), "int32")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                T.atomic_store(B[i], T.atomic_load(A[i], memory_order="relaxed") * 3, memory_order="relaxed")
+                T.atomic_or(Bits[i // 32], 1 << (i % 32))
+
+    k = tilelang.compile(relaxed, target=target)
+    a = rng.standard_normal(64).astype(np.float32)
+    b, bits = np.zeros_like(a), np.zeros(2, np.int32)
+    k(a, b, bits)
+    np.testing.assert_allclose(b, a * 3, rtol=1e-6)
+    np.testing.assert_array_equal(bits, [-1, -1])
