@@ -678,13 +678,17 @@ Code Emitter::emit_warp_primitive(const CallNode* n) {
                         : "");
 }
 
-std::string Emitter::atomic_load_store(const CallNode* n, const std::string& element, const std::string& value) {
-  size_t at = n->op == "atomic_load" ? 1 : 2;
+std::string Emitter::atomic_load_store(const CallNode* n) {
+  bool load = n->op == "atomic_load";
+  size_t at = load ? 1 : 2;
+  auto* elem = n->args.empty() ? nullptr : as<BufferLoadNode>(n->args[0]);
   const int64_t* order = n->args.size() == at + 1 ? const_int(n->args[at]) : nullptr;
-  if (!order) fail(ErrorKind::Internal, n->span, internal_ + "T." + n->op + " takes its memory order last");
-  std::string o = std::to_string(*order);
-  if (n->op == "atomic_load") return "tl::atomic_load<" + o + ">(&" + element + ")";
-  return "tl::atomic_store<" + o + ">(&" + element + ", " + value + ")";
+  if (!elem || !order)
+    fail(ErrorKind::Internal, n->span, internal_ + "T." + n->op + " takes a buffer element, " +
+                                           (load ? "" : "a value, ") + "and its memory order");
+  std::string address = "&" + element(elem->buffer, elem->indices, elem->span), o = std::to_string(*order);
+  if (load) return "tl::atomic_load<" + o + ">(" + address + ")";
+  return "tl::atomic_store<" + o + ">(" + address + ", " + convert(n->args[1], elem->buffer->dtype).text + ")";
 }
 
 std::string Emitter::device_assert_statement(const CallNode* n) {

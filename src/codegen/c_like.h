@@ -192,7 +192,7 @@ class Emitter {
   static std::string ordered_atomic(const std::string& call, int order);
   // T.atomic_load(element, order) / T.atomic_store(element, value, order): the header's
   // tl::atomic_load<order>(&element) / tl::atomic_store<order>(&element, value).
-  std::string atomic_load_store(const CallNode* n, const std::string& element, const std::string& value);
+  std::string atomic_load_store(const CallNode* n);
   // T.device_assert(condition, message): `if (!(condition)) tl::device_assert_fail("message");`
   // (what the failure does is the header's).
   std::string device_assert_statement(const CallNode* n);

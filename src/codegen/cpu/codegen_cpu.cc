@@ -274,11 +274,7 @@ class CodeGenCPU : public Emitter {
     Span sp = n->span;
     if (op == "thread_index") fail_thread_use(sp);
     if (op == "print") fail(ErrorKind::Internal, sp, "T." + op + " is used as a value", "call it as a statement");
-    if (op == "atomic_load") {
-      auto* src = as<BufferLoadNode>(n->args.at(0));
-      if (!src) fail(ErrorKind::Internal, sp, "internal: T.atomic_load takes a buffer element");
-      return {atomic_load_store(n, element(src->buffer, src->indices, src->span), "")};
-    }
+    if (op == "atomic_load") return {atomic_load_store(n)};
     if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min" || op == "atomic_or") {
       // The element's previous value (T.atomic_add(..., return_prev=True)).
       auto* dst = is_atomic_call(n) ? as<BufferLoadNode>(n->args[0]) : nullptr;
@@ -427,13 +423,7 @@ class CodeGenCPU : public Emitter {
       line(text + ");");
       return;
     }
-    if (op == "atomic_store") {
-      auto* dst = as<BufferLoadNode>(call->args.at(0));
-      if (!dst) fail(ErrorKind::Internal, call->span, "internal: T.atomic_store takes a buffer element");
-      line(atomic_load_store(call, element(dst->buffer, dst->indices, dst->span),
-                             convert(call->args.at(1), dst->buffer->dtype).text) + ";");
-      return;
-    }
+    if (op == "atomic_store") return line(atomic_load_store(call) + ";");
     if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min" || op == "atomic_or") {
       if (!is_atomic_call(call))
         fail(ErrorKind::Internal, call->span, "T." + op + " takes an element, a value and a memory order");

@@ -682,11 +682,7 @@ class CodeGenCUDA : public Emitter {
       fail(ErrorKind::Internal, sp, "internal: T." + op + " is used as a value", "call it as a statement");
     if (Code c; emit_extern_call(n, &c)) return c;
     if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min" || op == "atomic_or") return emit_atomic(n);
-    if (op == "atomic_load") {
-      auto* src = as<BufferLoadNode>(n->args.at(0));
-      if (!src) fail(ErrorKind::Internal, sp, "internal: T.atomic_load takes a buffer element");
-      return {atomic_load_store(n, element(src->buffer, src->indices, src->span), "")};
-    }
+    if (op == "atomic_load") return {atomic_load_store(n)};
     if (op == "shfl_xor") return emit_shfl_xor(n);
     if (op.rfind("warp_shfl", 0) == 0) {
       // T.shfl_xor / shfl_down / shfl_up / shfl_sync: the whole warp takes part (the
@@ -1397,13 +1393,7 @@ class CodeGenCUDA : public Emitter {
       line(emit_warp_primitive(call).text + ";");
       return;
     }
-    if (op == "atomic_store") {
-      auto* dst = as<BufferLoadNode>(call->args.at(0));
-      if (!dst) fail(ErrorKind::Internal, call->span, "internal: T.atomic_store takes a buffer element");
-      line(atomic_load_store(call, element(dst->buffer, dst->indices, dst->span),
-                             convert(call->args.at(1), dst->buffer->dtype).text) + ";");
-      return;
-    }
+    if (op == "atomic_store") return line(atomic_load_store(call) + ";");
     if (op == "atomic_add" || op == "atomic_max" || op == "atomic_min" || op == "atomic_or") {
       line(emit_atomic(call).text + ";");
       return;
