@@ -294,3 +294,42 @@ def test_device_assert_reaches_cuda():
     assert "tl::device_assert_fail(" in source and "device assert failed: A out of range" in source
     if not nvrtc_reason():
         assert _C.nvrtc_compile(source, "a.cu", "sm_90a", [_include_dir()])[:4] == b"\x7fELF"
+
+
+def test_stepped_serial_and_unroll(target, rng):
+    # T.serial(start, stop, step) and T.unroll(start, stop, step) as Python's range, a
+    # negative step and a start that is a kernel value included.
+    @T.prim_func
+    def stepped(A: T.Tensor((64,), "float32"), S: T.Tensor((1,), "int32"), Out: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            acc = T.alloc_var("float32")
+            acc = 0
+            for i in T.serial(3, 64, 5):
+                acc += A[i]
+            Out[0] = acc
+            acc = 0
+            for i in T.unroll(60, 1, -7):
+                acc += A[i]
+            Out[1] = acc
+            acc = 0
+            for i in T.serial(S[0], 64, 4):
+                acc += A[i]
+            Out[2] = acc
+            acc = 0
+            for i in T.serial(10, 10, 3):
+                acc += 1
+            Out[3] = acc
+
+    k = tilelang.compile(stepped, target=target)
+    a = rng.standard_normal(64).astype(np.float32)
+    out = np.zeros(4, np.float32)
+    k(a, np.array([6], np.int32), out)
+    np.testing.assert_allclose(out[:3], [a[3:64:5].sum(), a[60:1:-7].sum(), a[6:64:4].sum()], rtol=1e-5, atol=1e-5)
+    assert out[3] == 0
+    with pytest.raises(tilelang.errors.TileLangTypeError,
+                       match="the step must be a non-zero Python int, got 0"):
+        @T.prim_func
+        def bad(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=1) as bx:
+                for i in T.serial(0, 8, 0):
+                    A[i] = 0

@@ -5,10 +5,13 @@ from __future__ import annotations
 class LoopSpec:
     """What a `for` statement iterates over when it is a kernel loop."""
 
-    def __init__(self, kind: str, ranges, attrs=None):
+    def __init__(self, kind: str, ranges, attrs=None, strides=None):
         self.kind = kind          # "serial", "parallel", "unroll", "vectorized", "pipelined"
         self.ranges = ranges      # [(min, extent)], one per loop variable
         self.attrs = attrs or {}
+        # [(start, step)] or None per variable: the loop counts k over [0, extent) and the
+        # variable is start + k * step (T.serial / T.unroll with a step).
+        self.strides = strides or [None] * len(ranges)
 
 
 def _range(args, name):
@@ -19,6 +22,18 @@ def _range(args, name):
     if len(args) == 3 and (args[2] == 1 if isinstance(args[2], int) else False):
         return (args[0], args[1] - args[0])
     raise TypeError(f"{name} takes (stop) or (start, stop)")
+
+
+def _stepped(kind, args, name, attrs=None):
+    """T.serial / T.unroll over (stop), (start, stop) or (start, stop, step), step a non-zero
+    Python int: as Python's range, k = 0, 1, ... with the variable start + k * step."""
+    if len(args) != 3 or (isinstance(args[2], int) and not isinstance(args[2], bool) and args[2] == 1):
+        return LoopSpec(kind, [_range(args[:2] if len(args) == 3 else args, name)], attrs)
+    start, stop, step = args
+    if isinstance(step, bool) or not isinstance(step, int) or step == 0:
+        raise TypeError(f"{name}: the step must be a non-zero Python int, got {step!r}")
+    count = (stop - start + step - 1) // step if step > 0 else (start - stop - step - 1) // -step
+    return LoopSpec(kind, [(0, count)], attrs, [(start, step)])
 
 
 def Parallel(*extents, coalesced_width=None, loop_layout=None):
@@ -96,8 +111,9 @@ def _python_int(x, what):
 
 
 def serial(*args, annotations=None):
-    """A sequential loop: T.serial(stop) or T.serial(start, stop)."""
-    return LoopSpec("serial", [_range(args, "T.serial")])
+    """A sequential loop: T.serial(stop), T.serial(start, stop) or T.serial(start, stop, step)
+    (step a non-zero Python int, as Python's range)."""
+    return _stepped("serial", args, "T.serial")
 
 
 Serial = serial  # the capitalised spelling, as T.Parallel / T.Pipelined
@@ -125,7 +141,8 @@ def thread_binding(start, stop=None, thread=None, annotations=None):
 
 
 def unroll(*args, explicit=False, unroll_factor=None, annotations=None):
-    """A loop the compiler unrolls: T.unroll(stop) or T.unroll(start, stop). unroll_factor=n
+    """A loop the compiler unrolls: T.unroll(stop), T.unroll(start, stop) or T.unroll(start,
+    stop, step) (as T.serial). unroll_factor=n
     unrolls n iterations at a time (`#pragma unroll n` on CUDA and HIP; the CPU and WebGPU
     back ends leave unrolling to their compilers); explicit=True (upstream: unrolled in the
     IR) unrolls it whole, as the default does here. The two are exclusive."""
@@ -136,7 +153,7 @@ def unroll(*args, explicit=False, unroll_factor=None, annotations=None):
         if isinstance(unroll_factor, bool) or not isinstance(unroll_factor, int) or unroll_factor < 1:
             raise TypeError(f"T.unroll: unroll_factor must be a positive Python int, got {unroll_factor!r}")
         attrs["unroll_factor"] = unroll_factor
-    return LoopSpec("unroll", [_range(args, "T.unroll")], attrs)
+    return _stepped("unroll", args, "T.unroll", attrs)
 
 
 def vectorized(*args, annotations=None):

@@ -412,9 +412,11 @@ class Parser:
         for name, (mn, ext) in zip(names, spec.ranges):
             dtype = "int64" if "int64" in (getattr(mn, "dtype", ""), getattr(ext, "dtype", "")) else "int32"
             loop_vars.append(_C.var(name, dtype))
+        # A stepped loop (T.serial(start, stop, step)) counts k; its name is start + k * step.
+        values = [v if stride is None else stride[0] + v * stride[1] for v, stride in zip(loop_vars, spec.strides)]
         self.builder.loop_kinds.append(spec.kind)
         try:
-            body = self.ir_block(node.body, dict(zip(names, loop_vars)))
+            body = self.ir_block(node.body, dict(zip(names, values)))
         finally:
             self.builder.loop_kinds.pop()
         self.builder.set_line(node.lineno, node.col_offset)
