@@ -48,12 +48,13 @@ LOG2E = 1.4426950408889634
 
 def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_blocks, max_items, softmax_scale,
                      dim=512, pe_dim=64, block_H=64, block_N=64, num_stages=2, threads=256, dtype="float16",
-                     fuse_combine=False):
+                     fuse_combine=False, pdl=False):
     """Partial attention of each work item: O_part [item, heads, dim] and LSE_part [item, heads].
     Block bid runs items block_items[bid] .. block_items[bid + 1] - 1; item i covers tiles
     item_tiles[i, 0] .. item_tiles[i, 1] - 1 of sequence item_batch[i]. fuse_combine: the
     block that finishes a sequence's last item (counted in seq_done [batch, head tiles],
-    zero before the launch and after it) merges the sequence's items into O itself."""
+    zero before the launch and after it) merges the sequence's items into O itself. pdl: the
+    combine kernel may launch once every block has started its last item."""
     assert page_size % block_N == 0, "a KV tile must lie inside one page"
     scale = softmax_scale * LOG2E  # scores in base 2: exp2 replaces exp
     accum = "float32"
@@ -80,6 +81,9 @@ def mla_decode_split(batch, heads, num_pages, page_size, max_pages, num_blocks, 
             done_before = T.alloc_shared((1,), "int32")  # fuse_combine: the sequence's items counted before
 
             for it in T.serial(block_items[bid], block_items[bid + 1]):
+                if pdl:
+                    if it == block_items[bid + 1] - 1:
+                        T.pdl_trigger()
                 b = item_batch[it]
                 first = item_tiles[it, 0]
                 count = item_tiles[it, 1] - first
@@ -247,7 +251,7 @@ class MLADecode:
 
     def __init__(self, batch, heads, num_pages, page_size, max_pages, num_split="balanced", softmax_scale=None,
                  dim=512, pe_dim=64, target="auto", dtype="float16", pass_configs=None, num_blocks=None,
-                 fuse_combine=False, **tiles):
+                 fuse_combine=False, pdl=False, **tiles):
         self.target = resolve_target(target)
         tiles = {**tile_config(self.target, heads), **tiles}
         tiles["block_N"] = self.block_N = min(tiles["block_N"], page_size)
@@ -261,7 +265,8 @@ class MLADecode:
         self.fuse_combine = fuse_combine
         self.split = tilelang.compile(
             mla_decode_split(batch, heads, num_pages, page_size, max_pages, self.num_blocks, max_items, scale, dim,
-                             pe_dim, dtype=dtype, fuse_combine=fuse_combine, **tiles),
+                             pe_dim, dtype=dtype, fuse_combine=fuse_combine, pdl=pdl and not fuse_combine,
+                             **tiles),
             out_idx=[9, 10, 11] if fuse_combine else [7, 8], target=self.target, pass_configs=pass_configs or {})
         if fuse_combine:  # the sequences' counts, zero between launches (the last block resets its own)
             self.seq_done = np.zeros((batch, -(-heads // tiles["block_H"])), dtype=np.int32)
@@ -269,8 +274,8 @@ class MLADecode:
                 import torch
                 self.seq_done = torch.from_numpy(self.seq_done).cuda()
         else:
-            self.combine = tilelang.compile(combine_items(batch, heads, max_items, dim, dtype=dtype), out_idx=[3],
-                                            target=self.target)
+            self.combine = tilelang.compile(combine_items(batch, heads, max_items, dim, dtype=dtype, pdl=pdl),
+                                            out_idx=[3], target=self.target)
 
     def plan(self, cache_seqlens):
         """The work list (plan_work) for these lengths, on the lengths' device."""

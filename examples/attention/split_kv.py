@@ -45,9 +45,11 @@ def combine(batch, heads, num_split, dim, threads=128, dtype="float16"):
     return merge
 
 
-def combine_items(batch, heads, max_items, dim, threads=128, dtype="float16"):
+def combine_items(batch, heads, max_items, dim, threads=128, dtype="float16", pdl=False):
     """O[b, h] from the partial outputs O_part [item, heads, dim] and LSE_part [item, heads] of
-    sequence b's items batch_items[b] .. batch_items[b + 1] - 1."""
+    sequence b's items batch_items[b] .. batch_items[b + 1] - 1. pdl: launched while the
+    kernel before it finishes (programmatic dependent launch), waiting for its results
+    before the first read."""
     accum = "float32"
 
     @T.prim_func
@@ -62,6 +64,8 @@ def combine_items(batch, heads, max_items, dim, threads=128, dtype="float16"):
             total = T.alloc_var(accum)
             weight = T.alloc_var(accum)
             out = T.alloc_fragment((dim,), accum)
+            if pdl:
+                T.pdl_sync()
             lse_max = -T.infinity(accum)
             for i in T.serial(batch_items[b], batch_items[b + 1]):
                 lse_max = T.max(lse_max, LSE_part[i, h])

@@ -158,8 +158,11 @@ def _mla_reference(q, kv_cache, block_table, seqlens, scale):
         pytest.param(16, 16, [150, 40], "balanced", id="page16-balanced"),
     ],
 )
-@pytest.mark.parametrize("fuse_combine", [False, True], ids=["combine", "fused"])
-def test_mla_decode(target, rng, heads, page_size, seqlens, num_split, fuse_combine):
+@pytest.mark.parametrize("merge", ["combine", "fused", "pdl"])
+def test_mla_decode(target, rng, heads, page_size, seqlens, num_split, merge):
+    """merge: a combine kernel, the last block of a sequence merging (fused), or the combine
+    kernel launched while the split kernel finishes (programmatic dependent launch on CUDA)."""
+    fuse_combine = merge == "fused"
     B = len(seqlens)
     scale = 0.1  # not 1/sqrt(576): the kernel must use the scale it is given
     kv_cache, block_table = _paged_cache(rng, seqlens, page_size)
@@ -167,7 +170,7 @@ def test_mla_decode(target, rng, heads, page_size, seqlens, num_split, fuse_comb
     seqlens = np.array(seqlens, dtype=np.int32)
     make = lambda: mla_decode.MLADecode(B, heads, kv_cache.shape[0], page_size, block_table.shape[1],  # noqa: E731
                                         num_split, softmax_scale=scale, target=target, num_blocks=5,
-                                        fuse_combine=fuse_combine)
+                                        fuse_combine=fuse_combine, pdl=merge == "pdl")
     if fuse_combine and target == "webgpu":
         with pytest.raises(TileLangUnsupportedError, match="T.atomic_add with a memory order"):
             make()
