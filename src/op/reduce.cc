@@ -1,5 +1,6 @@
 // T.reduce_{sum,max,min,abssum,absmax,bitand,bitor,bitxor}(src, dst, dim, clear): dst = reduction of src over
 // dimension dim; with clear=False the result is combined with what dst holds.
+// T.finalize_reducer(reducer, dst): the partials of a reducer (T.alloc_reducer) combined.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -449,11 +450,151 @@ Stmt lower_reduce_threads(const TileOpNode& op, ThreadContext& ctx) {
   return make_seq({fold, sync, gather, sync}, sp);
 }
 
+
+// ---------------------------------------------------------------- T.finalize_reducer
+// A reducer (T.alloc_reducer) is a per-thread array of partial results: each thread folds
+// in the contributions of the T.Parallel iterations it runs (T.reducer_update, a store the
+// copies of a replicated iteration make once: transform/lower_to_threads.cc). Finalizing
+// combines, for every element, the block's partials and the starting value T.reducer_init
+// gave (regions[2], a scalar, when there is one) into dst: a fragment of the reducer's
+// shape, or the reducer itself (upstream's in-place form), every thread then holding every
+// total. Regions: reducer, dst[, init]; attribute "type": sum, max, min, bitand, bitor, bitxor.
+
+std::string finalize_name() { return "T.finalize_reducer"; }
+
+void check_finalize(const TileOpNode& op, arith::Analyzer& analyzer) {
+  if (op.regions.size() != 2 && op.regions.size() != 3) require_regions(op, 2, finalize_name());
+  const Buffer &acc = op.regions[0].buffer, &dst = op.regions[1].buffer;
+  ReduceKind kind = reduce_kind(op);
+  if (kind == ReduceKind::AbsSum || kind == ReduceKind::AbsMax)
+    fail(ErrorKind::Type, op.span, finalize_name() + ": a reducer combines by sum, max, min, bitand, bitor or bitxor");
+  if (acc->scope != scope::kLocal || acc->const_size() < 0)
+    fail(ErrorKind::Type, op.span, finalize_name() + ": '" + acc->name + "' is not a reducer (scope " + acc->scope + ")",
+         "allocate it with T.alloc_reducer(shape, dtype, op)");
+  if (dst != acc) {
+    if (!dst->is_fragment())
+      fail(ErrorKind::Type, op.span, finalize_name() + ": the destination '" + dst->name + "' is in scope " +
+                                         dst->scope + "; it must be a fragment",
+           "allocate it with T.alloc_fragment(shape, dtype) of the reducer's shape and dtype");
+    check_regions_match(finalize_name(), op.regions[0], op.regions[1], analyzer, op.span);
+    if (dst->dtype != acc->dtype)
+      fail(ErrorKind::Type, op.span, finalize_name() + ": the destination '" + dst->name + "' is " + dst->dtype.str() +
+                                         ", the reducer '" + acc->name + "' " + acc->dtype.str(),
+           "give both the same dtype");
+  }
+}
+
+// The element of a buffer of constant shape at flat (row-major) index e.
+std::vector<Expr> unflatten(const Buffer& b, const Expr& e, Span sp) {
+  std::vector<Expr> idx(b->shape.size());
+  Expr rest = e;
+  for (size_t d = b->shape.size(); d-- > 0;) {
+    idx[d] = d ? floormod(rest, b->shape[d], sp) : rest;
+    rest = floordiv(rest, b->shape[d], sp);
+  }
+  return idx;
+}
+
+Expr with_init(const TileOpNode& op, ReduceKind kind, Expr total, Span sp) {
+  if (op.regions.size() < 3) return total;
+  const Buffer& init = op.regions[2].buffer;
+  return combine(kind, total, cast(total->dtype, make_load(init, {make_int(0)}, sp), sp), sp);
+}
+
+// The CPU: a block is one program, so its one set of partials holds the totals.
+Stmt lower_finalize(const TileOpNode& op, LowerContext& ctx) {
+  ReduceKind kind = reduce_kind(op);
+  const Buffer &acc = op.regions[0].buffer, &dst = op.regions[1].buffer;
+  Span sp = op.span;
+  LoopNest nest(acc->shape, ctx.analyzer, sp, "e");
+  Expr total = with_init(op, kind, make_load(acc, nest.vars(), sp), sp);
+  return nest.wrap(std::make_shared<BufferStoreNode>(dst, total, nest.vars(), sp), ForKind::Serial);
+}
+
+// Threads: each element's partials combine inside a warp by butterfly shuffles, then
+// across warps (or, without shuffles, threads) in shared memory; one pair of barriers for
+// all the elements.
+Stmt lower_finalize_threads(const TileOpNode& op, ThreadContext& ctx) {
+  ReduceKind kind = reduce_kind(op);
+  const Buffer &acc = op.regions[0].buffer, &dst = op.regions[1].buffer;
+  DataType t = acc->dtype;
+  Span sp = op.span;
+  auto c = [](int64_t v) { return make_int(v); };
+  const int64_t n = acc->const_size(), threads = ctx.num_threads, warp = std::min(ctx.shuffle_width(), threads);
+  if (threads % warp != 0)
+    fail(ErrorKind::Unsupported, sp,
+         finalize_name() + " needs a multiple of " + std::to_string(warp) + " threads on target " + ctx.target.kind +
+             ", the kernel has " + std::to_string(threads),
+         "launch the kernel with threads=32, 64, 96, 128, ...");
+  const int64_t groups = threads / warp;
+  Buffer partial = make_buffer(acc->name + "_groups", t, {c(groups * n)}, "shared", sp);
+  ctx.scratch.push_back(partial);
+  Expr lane = floormod(ctx.thread, c(warp), sp), group = floordiv(ctx.thread, c(warp), sp);
+  // Fold each element across the warp; its first lane puts the warp's value in shared memory.
+  Var e = make_var("re", DataType::Int(32), sp);
+  ctx.analyzer.bind(e.get(), 0, n);
+  Buffer val = make_scalar_buffer(acc->name + "_lane", t, sp);
+  std::vector<Expr> at0 = {c(0)};
+  Expr v = make_load(val, at0, sp);
+  std::vector<Stmt> per_element = {std::make_shared<BufferStoreNode>(val, make_load(acc, unflatten(acc, e, sp), sp), at0, sp)};
+  for (int64_t m = warp / 2; m >= 1; m /= 2) {
+    Expr other = std::make_shared<CallNode>(t, "shfl_xor", std::vector<Expr>{v, c(m), c(ctx.shuffle_width())}, sp);
+    per_element.push_back(std::make_shared<BufferStoreNode>(val, combine(kind, v, other, sp), at0, sp));
+  }
+  Stmt put = std::make_shared<BufferStoreNode>(partial, v, std::vector<Expr>{add(mul(group, c(n), sp), e, sp)}, sp);
+  per_element.push_back(warp > 1 ? Stmt(std::make_shared<IfThenElseNode>(binary(BinaryOp::EQ, lane, c(0), sp), put,
+                                                                         nullptr, sp))
+                                 : put);
+  ctx.analyzer.unbind(e.get());
+  // (Unrolled: the per-thread array's index must be a constant to stay in registers.)
+  Stmt fold = std::make_shared<ForNode>(e, c(0), c(n), ForKind::Unrolled,
+                                        std::make_shared<AllocateNode>(val, make_seq(per_element, sp), Attrs{}, sp),
+                                        Attrs{}, sp);
+  // The total of flat element `f`: the groups' values in order, then the starting value.
+  auto total_of = [&](const Expr& f) {
+    Expr total = identity(kind, t, sp);
+    for (int64_t g = 0; g < groups; ++g) total = combine(kind, total, make_load(partial, {add(c(g * n), f, sp)}, sp), sp);
+    return with_init(op, kind, total, sp);
+  };
+  Stmt write;
+  if (dst == acc) {
+    Var f = make_var("rf", DataType::Int(32), sp);
+    write = std::make_shared<ForNode>(f, c(0), c(n), ForKind::Unrolled,
+                                      std::make_shared<BufferStoreNode>(acc, total_of(f), unflatten(acc, f, sp), sp),
+                                      Attrs{}, sp);
+  } else {
+    const TilePartition* layout = ctx.layout_of(dst);
+    if (!layout)
+      fail(ErrorKind::Internal, sp, "internal: " + finalize_name() + ": the fragment '" + dst->name + "' has no layout");
+    write = ctx.over_owned(*layout, [&](const std::vector<Expr>& idx) -> Stmt {
+      Expr f = c(0);
+      for (size_t d = 0; d < idx.size(); ++d) f = add(mul(f, dst->shape[d], sp), idx[d], sp);
+      return std::make_shared<BufferStoreNode>(dst, total_of(f), idx, sp);
+    }, sp, "rd");
+  }
+  Stmt sync = sync_threads(sp);
+  // The second barrier keeps a later use of the scratch from overwriting values still read.
+  return make_seq({fold, sync, write, sync}, sp);
+}
 }  // namespace
 
 const TileOpDef& reduce_op() {
   static const TileOpDef def{"reduce", check_reduce, lower_reduce, lower_reduce_threads};
   return def;
+}
+
+const TileOpDef& finalize_reducer_op() {
+  static const TileOpDef def{"finalize_reducer", check_finalize, lower_finalize, lower_finalize_threads};
+  return def;
+}
+
+Stmt reducer_update_as_store(const EvaluateNode* n) {
+  auto* call = as<CallNode>(n->value);
+  if (!call || call->op != "reducer_update") return nullptr;
+  auto* target = call->args.size() == 2 ? as<BufferLoadNode>(call->args[0]) : nullptr;
+  if (!target) fail(ErrorKind::Internal, n->span, "internal: reducer_update takes (reducer element, new value)");
+  return std::make_shared<BufferStoreNode>(target->buffer, cast(target->dtype, call->args[1], n->span), target->indices,
+                                           n->span);
 }
 
 }  // namespace tl

@@ -113,6 +113,11 @@ const TileOpDef& copy_op();        // copy.cc
 const TileOpDef& fill_op();        // fill.cc
 const TileOpDef& gemm_op();        // gemm.cc
 const TileOpDef& reduce_op();      // reduce.cc
+const TileOpDef& finalize_reducer_op();
+// T.reducer_update(acc[i], value) (a call the front end emits) as the store acc[i] = value;
+// null for any other statement. The back ends' lowerings turn the calls into stores once
+// T.Parallel's iterations are placed (transform/lower_to_threads.cc, lower_tile_ops.cc).
+Stmt reducer_update_as_store(const EvaluateNode* n);
 const TileOpDef& cumsum_op();      // cumsum.cc
 const TileOpDef& atomic_add_op();  // atomic.cc
 const TileOpDef& atomic_max_op();

@@ -9,7 +9,7 @@ namespace tl {
 const TileOpDef* find_tile_op(const std::string& name) {
   // Built on first use so the definitions' own statics are ready.
   static const std::vector<const TileOpDef*> table = {
-      &copy_op(),       &fill_op(),       &gemm_op(),       &reduce_op(), &cumsum_op(),
+      &copy_op(),       &fill_op(),       &gemm_op(),       &reduce_op(), &finalize_reducer_op(), &cumsum_op(),
       &atomic_add_op(), &atomic_max_op(), &atomic_min_op(), &print_op(),
       &annotate_layout_op(),
   };

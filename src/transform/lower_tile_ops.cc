@@ -54,6 +54,10 @@ class TileOpLowerer : public IRMutator {
     LowerContext ctx{target_, analyzer_};
     return def->lower(*n, ctx);
   }
+  Stmt mutate_evaluate(const Stmt& s, const EvaluateNode* n) override {
+    Stmt store = reducer_update_as_store(n);  // the block is one program: each contribution once
+    return store ? store : IRMutator::mutate_evaluate(s, n);
+  }
 
  private:
   const Target& target_;

@@ -154,6 +154,11 @@ class ThreadLowering : public IRMutator {
            "move the work inside a `with T.Kernel(...)` block");
   }
 
+  Stmt mutate_evaluate(const Stmt& s, const EvaluateNode* n) override {
+    // A reducer's contribution, its T.Parallel iteration placed (and guarded) by now.
+    Stmt store = reducer_update_as_store(n);
+    return store ? mutate(store) : IRMutator::mutate_evaluate(s, n);
+  }
   Stmt mutate_tile_op(const Stmt& s, const TileOpNode* n) override {
     require_kernel(n->span, "T." + n->op);
     const TileOpDef* def = find_tile_op(n->op);
@@ -420,7 +425,8 @@ class ThreadLowering : public IRMutator {
   static bool has_atomic(const Stmt& s) {
     bool found = false;
     for_each_expr(s, [&](const ExprNode* e) {
-      if (auto* c = dynamic_cast<const CallNode*>(e)) found = found || c->op.rfind("atomic_", 0) == 0;
+      if (auto* c = dynamic_cast<const CallNode*>(e))
+        found = found || c->op.rfind("atomic_", 0) == 0 || c->op == "reducer_update";
     });
     return found;
   }
@@ -666,7 +672,8 @@ class ThreadLowering : public IRMutator {
     }
     body = clamp_fragment_indices(body, vars, extents);
     // Under a replicated layout every copy's thread runs the iteration: right for the
-    // fragment updates (each copy must change), wrong for atomics, which run once.
+    // fragment updates (each copy must change), wrong for atomics and a reducer's
+    // contributions (T.reducer_update), which count once.
     Expr once = has_atomic(body) ? layout.first_replica(thread_, n->span) : nullptr;
 
     ThreadContext ctx{target_, az_, thread_, threads_, *layouts_, {}, nullptr, multi_axis_block()};

@@ -6,8 +6,8 @@ from ..parser.parser import Macro, macro
 from . import fp8  # noqa: F401 - tilelang.language.fp8
 from .eager import empty
 from .bitwise import bitwise_and, bitwise_not, bitwise_or, bitwise_xor, shift_left, shift_right
-from .alloc import (alloc_buffer, alloc_fragment, alloc_global, alloc_local, alloc_reducer, alloc_shared, alloc_var,
-                    reshape, view)
+from .alloc import alloc_buffer, alloc_fragment, alloc_global, alloc_local, alloc_shared, alloc_var, reshape, view
+from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .extern import CUDASourceCodeKernel, access_ptr, address_of, call_extern, evaluate, import_source, reinterpret
 from ..layout import Fragment, Layout
 from .hopper import (named_barrier_arrive, alloc_barrier, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, barrier_arrive,

@@ -49,11 +49,6 @@ def alloc_var(dtype, *args, scope="local.var", init=None):
     return _alloc((1,), dtype, scope, "var", attrs)
 
 
-def alloc_reducer(shape, dtype, op="sum", replication=None):
-    """A fragment to reduce into (allocated as T.alloc_fragment(shape, dtype))."""
-    return alloc_fragment(shape, dtype)
-
-
 def alloc_buffer(shape, dtype="float32", scope="global"):
     """TVM script's buffer allocation, which upstream programs use too: by scope, a global
     workspace (declared before `with T.Kernel`, as T.alloc_global), a shared tile, a

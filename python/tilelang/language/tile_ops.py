@@ -131,7 +131,11 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
 
 
 def fill(buffer, value):
-    """Every element of buffer (or region) set to value."""
+    """Every element of buffer (or region) set to value. On a reducer (T.alloc_reducer): the
+    start of its epoch, value its logical starting value."""
+    from .reducer import fill_reducer
+    if fill_reducer(buffer, value):
+        return
     _emit("fill", [_as_region(buffer, None, "T.fill", "destination")], [value])
 
 

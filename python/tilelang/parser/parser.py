@@ -268,6 +268,10 @@ class Parser:
             if isinstance(value, (Buffer, Region)):
                 raise self.error(TileLangTypeError, f"a buffer is assigned to an element of '{obj.name}'", node,
                                  "use T.copy to copy a tile")
+            from ..language import reducer
+            if reducer.info_of(obj) is not None:  # `acc[i] += v` on a reducer: a contribution
+                reducer.update(obj, list(idx), value)
+                return
             self.builder.emit(_C.store(obj.handle, value, list(idx)))
         else:
             obj[key] = value  # a Python container
