@@ -176,6 +176,15 @@ void Emitter::emit_prelude(const PrimFuncNode& f) {
   out_ << std::get<std::string>(it->second) << "\n";
 }
 
+bool Emitter::may_alias(const PrimFuncNode& f, const std::string& param) {
+  auto it = f.attrs.find("non_restrict");
+  if (it == f.attrs.end() || !std::holds_alternative<std::string>(it->second)) return false;
+  std::stringstream names(std::get<std::string>(it->second));
+  for (std::string name; std::getline(names, name, ',');)
+    if (name == param) return true;
+  return false;
+}
+
 bool Emitter::emit_extern_call(const CallNode* n, Code* out) {
   if (n->op == "call_extern") {
     auto* name = n->args.empty() ? nullptr : as<StringImmNode>(n->args[0]);

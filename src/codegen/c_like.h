@@ -159,6 +159,10 @@ class Emitter {
   // The source the program imports (T.import_source, T.Kernel(prelude=)), after the
   // includes, as given: the function's attribute "prelude".
   void emit_prelude(const PrimFuncNode& f);
+  // Whether a buffer parameter may alias another (T.annotate_restrict_buffers names it in
+  // the function's attribute "non_restrict", comma-separated): its pointer is then not
+  // declared __restrict__.
+  static bool may_alias(const PrimFuncNode& f, const std::string& param);
 
   // ---------------------------------------------------------------- expressions
   // e converted to the C++ type of dtype t.

@@ -2,6 +2,7 @@
 T.cdiv, T.align_up, T.likely, T.fabs, T.fmul and T.index_to_coordinates, each run against
 numpy; T.continue_loop where it cannot go is a syntax error."""
 
+import re
 import numpy as np
 import pytest
 
@@ -333,3 +334,45 @@ def test_stepped_serial_and_unroll(target, rng):
             with T.Kernel(1, threads=1) as bx:
                 for i in T.serial(0, 8, 0):
                     A[i] = 0
+
+
+def test_annotate_restrict_buffers(target, rng):
+    """Overlapping parameters named by T.annotate_restrict_buffers lose __restrict__ (CUDA and
+    CPU sources), the others keep it; an in-place shift through two views of one array then
+    reads each element before it is overwritten."""
+    from tilelang import _C
+
+    def shift(annotated):
+        @T.prim_func
+        def k(X: T.Tensor((257,), "float32"), Y: T.Tensor((257,), "float32"), S: T.Tensor((1,), "float32")):
+            if annotated:
+                T.annotate_restrict_buffers(X, Y)
+            with T.Kernel(1, threads=1) as bx:  # one thread walks the array in order
+                for i in T.serial(256):
+                    Y[i] = X[i + 1] + S[0]
+        return k
+
+    for arch_target in ("cuda -arch=sm_90a", "cpu"):
+        source = _C.codegen(_C.lower(shift(True).handle, arch_target), arch_target)
+        restricted = re.findall(r"float\* __restrict__ (\w+)", source)
+        assert restricted and all(name.startswith("S") for name in restricted), (arch_target, restricted)
+        assert len(re.findall(r"__restrict__", _C.codegen(_C.lower(shift(False).handle, arch_target),
+                                                           arch_target))) >= 3
+    k = tilelang.compile(shift(True), target=target)
+    x = rng.standard_normal(257).astype(np.float32)
+    want = x[1:] + 0.5
+    if target.startswith("cuda"):
+        import torch
+        t = torch.from_numpy(x).cuda()
+        k(t, t, torch.full((1,), 0.5, device="cuda"))
+        got = t.cpu().numpy()
+    else:
+        got = x.copy()
+        k(got, got, np.full(1, 0.5, np.float32))
+    np.testing.assert_array_equal(got[:256], want)
+    with pytest.raises(tilelang.errors.TileLangTypeError, match="takes the kernel's tensor parameters"):
+        @T.prim_func
+        def bad(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                f = T.alloc_fragment((8,), "float32")
+                T.annotate_restrict_buffers(f)

@@ -144,6 +144,23 @@ def annotate_min_blocks_per_sm(n: int):
     b.emit(_C.evaluate(_C.call_void("min_blocks_per_sm", [n])))
 
 
+def annotate_restrict_buffers(*buffers):
+    """The tensor parameters given may overlap (in-place updates, views of one tensor): their
+    pointers are not declared __restrict__, so the compiler neither reorders their loads
+    around stores to the others nor reads them through the read-only cache. Every other
+    tensor parameter is taken not to overlap any other."""
+    from ..ir import Buffer
+    b = _builder.require("T.annotate_restrict_buffers")
+    names = getattr(b, "non_restrict", [])
+    for buf in buffers:
+        if not isinstance(buf, Buffer) or buf.handle.scope != "global":
+            raise _builder.error(_builder.error_cls("TileLangTypeError"),
+                                 f"T.annotate_restrict_buffers takes the kernel's tensor parameters, got {buf!r}")
+        if buf.name not in names:
+            names.append(buf.name)
+    b.non_restrict = names
+
+
 def device_assert(condition, msg: str = "", no_stack_info: bool = False):
     """Stops the kernel where condition is false: on CUDA and HIP the thread prints
     "file:line: device assert failed: msg" and traps (the launch fails, and the device context

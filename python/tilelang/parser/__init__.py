@@ -129,6 +129,8 @@ def _parse(fn, enclosing, eager, arguments):
         body = b.pop()
         b.set_line(p.fdef.lineno, p.fdef.col_offset)
         attrs = {"prelude": "\n".join(b.prelude)} if b.prelude else {}
+        if getattr(b, "non_restrict", None):
+            attrs["non_restrict"] = ",".join(b.non_restrict)  # T.annotate_restrict_buffers
         handle = _C.make_prim_func(p.fdef.name, handles, body, attrs)
     finally:
         _builder.leave(prev)

@@ -161,7 +161,7 @@ class CodeGenCPU : public Emitter {
         info.name = names_.fresh(b->name);
         info.owner = b.get();
         info.dtype = b->dtype;
-        line(t + "* __restrict__ " + info.name + " = (" + t + "*)" + arg + ";");
+        line(t + (may_alias(*func_, b->name) ? "* " : "* __restrict__ ") + info.name + " = (" + t + "*)" + arg + ";");
         buffers_[buffer_key(b)] = info;
         if (p.var && p.var.get() != b->data.get()) var_names_[p.var.get()] = info.name;
       } else {

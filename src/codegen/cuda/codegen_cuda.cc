@@ -374,7 +374,8 @@ class CodeGenCUDA : public Emitter {
         const void* key = buffer_key(b);
         bool used = uses.read.count(key) || uses.written.count(key);
         bool read_only = used && !uses.written.count(key);
-        decls.push_back(std::string(read_only ? "const " : "") + t + (used ? "* __restrict__ " : "* ") +
+        bool restrict = used && !may_alias(*func_, b->name);
+        decls.push_back(std::string(read_only ? "const " : "") + t + (restrict ? "* __restrict__ " : "* ") +
                         info.name);
         buffers_[key] = info;
         if (p.var && p.var.get() != b->data.get()) var_names_[p.var.get()] = info.name;
