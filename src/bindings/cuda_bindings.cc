@@ -170,6 +170,7 @@ void bind_cuda(nb::module_& m) {
       for (auto& p : k.params) params.append(param_tuple(p));
       d["params"] = params;
       d["programmatic_launch"] = k.programmatic_launch;
+      d["cooperative_launch"] = k.cooperative_launch;
       out.append(d);
     }
     return out;
@@ -188,14 +189,16 @@ void bind_cuda(nb::module_& m) {
       // args: [(dtype, value)], in the kernel's parameter order (pointers as "handle"), a
       // tensor map as ("tensormap", its 128 bytes).
       .def("launch", [](const CudaFunction& f, std::vector<int64_t> grid, std::vector<int64_t> block,
-                        int64_t shared_bytes, uintptr_t stream, nb::list args, bool programmatic) {
+                        int64_t shared_bytes, uintptr_t stream, nb::list args, bool programmatic,
+                        bool cooperative) {
         PackedArgs packed;
         pack_args(args, packed);
         Dim3 g{unsigned(grid.at(0)), unsigned(grid.at(1)), unsigned(grid.at(2))};
         Dim3 b{unsigned(block.at(0)), unsigned(block.at(1)), unsigned(block.at(2))};
-        f.launch(g, b, unsigned(shared_bytes), reinterpret_cast<void*>(stream), packed.pointers.data(), programmatic);
+        f.launch(g, b, unsigned(shared_bytes), reinterpret_cast<void*>(stream), packed.pointers.data(), programmatic,
+                 cooperative);
       }, nb::arg("grid"), nb::arg("block"), nb::arg("shared_bytes"), nb::arg("stream"), nb::arg("args"),
-         nb::arg("programmatic") = false);
+         nb::arg("programmatic") = false, nb::arg("cooperative") = false);
   nb::class_<CudaModule>(m, "CudaModule")
       .def("__init__", [](CudaModule* self, nb::bytes image) {
         new (self) CudaModule(std::string(image.c_str(), image.size()));

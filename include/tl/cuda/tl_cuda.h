@@ -531,6 +531,26 @@ TL_DEVICE void pdl_sync() {
 #endif
 }
 
+// T.sync_grid: every thread of the grid arrives before any goes on (the kernel is launched
+// cooperatively, all its blocks resident). One word per module counts the blocks in: block 0
+// adds 2^31 - (blocks - 1), every other block 1, so its top bit flips when the last block
+// arrives, and its low bits are 0 again for the next barrier (and the next launch).
+__device__ unsigned int grid_barrier_word = 0;
+TL_DEVICE void grid_sync() {
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    const unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;
+    const bool first = blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0;
+    __threadfence();  // this block's writes before its arrival
+    const unsigned int before = atomicAdd(&grid_barrier_word, first ? 0x80000000u - (blocks - 1) : 1u);
+    const volatile unsigned int* word = &grid_barrier_word;
+    while (((before ^ *word) & 0x80000000u) == 0) {
+    }
+    __threadfence();  // the other blocks' writes after everyone's arrival
+  }
+  __syncthreads();
+}
+
 // language/warp.py: a warp of 32 lanes; votes, ballots and barriers of the warp; block
 // barriers that count, and, or a predicate; a value reduced over the warp (butterfly).
 TL_DEVICE int warp_size() { return 32; }

@@ -265,7 +265,8 @@ class CudaExecutable:
                 continue  # an empty grid (a dynamic size of 0): nothing to launch
             if maps:  # tensor maps come last, after buffers, scalars and shape variables
                 args += [("tensormap", m.encode(values[m.index], shape_values)) for m in maps]
-            fn.launch(grid, block, smem, stream, args, info.get("programmatic_launch", False))
+            fn.launch(grid, block, smem, stream, args, info.get("programmatic_launch", False),
+                      info.get("cooperative_launch", False))
 
 
 class CudaBackend:

@@ -172,6 +172,18 @@ def device_assert(condition, msg: str = "", no_stack_info: bool = False):
     b.emit(_C.evaluate(_C.call_void("device_assert", [condition, _C.string(text)])))
 
 
+def sync_grid():
+    """A barrier of the whole grid: every thread of every block arrives before any goes on, and
+    the writes made before it are seen after it. The kernel is then launched cooperatively
+    (CUDA), which needs all its blocks resident at once: the launch fails when the grid is
+    larger than the device holds. Not on the CPU or WebGPU, whose blocks do not all run at
+    once."""
+    b = _builder.require("T.sync_grid")
+    if not b.kernels:
+        raise _builder.error(_builder.error_cls("TileLangSyntaxError"), "T.sync_grid is used outside a T.Kernel block")
+    b.emit(_C.evaluate(_C.call_void("sync_grid", [])))
+
+
 def pdl_trigger():
     """Programmatic dependent launch (CUDA sm_90+): the next kernel of the stream may start
     now (griddepcontrol.launch_dependents); this kernel's writes after the trigger are still

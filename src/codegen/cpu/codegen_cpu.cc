@@ -401,6 +401,10 @@ class CodeGenCPU : public Emitter {
     if (op == "use_swizzle") return;  // the order of blocks does not matter on the CPU
     if (op == "min_blocks_per_sm") return;  // a register budget hint for GPU compilers
     if (op == "pdl_trigger" || op == "pdl_sync") return;  // blocks of one launch, in stream order
+    if (op == "sync_grid")
+      fail(ErrorKind::Unsupported, call->span,
+           "T.sync_grid is not supported on target cpu: its blocks run as tasks, not all at once",
+           "split the kernel in two at the grid barrier (a second T.Kernel), or compile for cuda");
     if (op == "device_assert") return line(device_assert_statement(call));  // on stderr; the kernel goes on
     if (op == "no_set_max_nreg") return;  // a hint to Hopper's warp specialisation
     if (op == "wait_wgmma") return;   // T.gemm is synchronous here

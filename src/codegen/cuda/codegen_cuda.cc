@@ -651,7 +651,7 @@ class CodeGenCUDA : public Emitter {
     return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
            op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "matrix_core" || op == "use_swizzle" || op == "min_blocks_per_sm" || op == "pdl_trigger" ||
            op == "device_assert" ||
-           op == "pdl_sync" ||
+           op == "pdl_sync" || op == "sync_grid" ||
            op == "no_set_max_nreg" || op == "wgmma" ||
            op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async" ||
            op == "tma_load" || op == "tma_store" || op == "tma_reduce_add" || op == "tma_store_commit" ||
@@ -1157,6 +1157,15 @@ class CodeGenCUDA : public Emitter {
       line("tl::" + op + "();");
       return;
     }
+    if (op == "sync_grid") {  // a barrier of the whole grid, launched cooperatively
+      if (dialect_)
+        fail(ErrorKind::Unsupported, call->span,
+             "T.sync_grid is not supported on target " + dialect_->target_name() + " yet: its launcher has no "
+             "cooperative launch",
+             "split the kernel in two at the grid barrier (a second T.Kernel), or compile for cuda");
+      line("tl::grid_sync();");
+      return;
+    }
     if (op == "no_set_max_nreg") return;  // read by warp specialisation
     if (op == "ldmatrix") {
       // ldmatrix(trans, count, registers, shared element): count 8x8 matrices of 16-bit values.
@@ -1608,6 +1617,7 @@ std::vector<CudaKernelInfo> cuda_kernel_infos(const PrimFunc& lowered) {
     for_each_expr(k->body, [&](const ExprNode* e) {
       auto* c = dynamic_cast<const CallNode*>(e);
       info.programmatic_launch = info.programmatic_launch || (c && c->op == "pdl_sync");
+      info.cooperative_launch = info.cooperative_launch || (c && c->op == "sync_grid");
     });
     out.push_back(std::move(info));
   }

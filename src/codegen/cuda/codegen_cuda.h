@@ -82,6 +82,8 @@ struct CudaKernelInfo {
   // The kernel waits for the previous kernel of its stream by T.pdl_sync: launched with
   // programmatic stream serialization, so that it may start while that one finishes.
   bool programmatic_launch = false;
+  // The kernel calls T.sync_grid: launched cooperatively (all its blocks resident at once).
+  bool cooperative_launch = false;
 };
 
 // Throws CompileError: Unsupported for constructs the target cannot express (sub-byte or

@@ -753,6 +753,10 @@ class WgslCodegen {
     if (call->op == "use_swizzle") return;  // block order: a CUDA L2 optimisation
     if (call->op == "min_blocks_per_sm") return;  // a register budget hint for CUDA / HIP compilers
     if (call->op == "pdl_trigger" || call->op == "pdl_sync") return;  // dispatches run in order
+    if (call->op == "sync_grid")
+      fail(ErrorKind::Unsupported, call->span,
+           "T.sync_grid is not supported on target webgpu: WebGPU has no cooperative dispatch",
+           "split the kernel in two at the grid barrier (a second T.Kernel)");
     if (call->op == "device_assert") return;  // no way to report it from a shader
     if (call->op == "no_set_max_nreg") return;  // a hint to Hopper's warp specialisation
     if (call->op == "wait_wgmma") return;   // T.gemm is synchronous here

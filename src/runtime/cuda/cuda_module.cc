@@ -59,15 +59,26 @@ CudaFunctionAttributes CudaFunction::attributes() const {
 }
 
 void CudaFunction::launch(const Dim3& grid, const Dim3& block, unsigned shared_bytes, void* stream,
-                          void** args, bool programmatic) const {
+                          void** args, bool programmatic, bool cooperative) const {
   const CudaDriverApi& api = cuda_driver();
+  if (cooperative && !api.cuLaunchKernelEx)
+    fail(ErrorKind::Unsupported, {}, "kernel '" + name_ + "' calls T.sync_grid, whose cooperative launch needs "
+                                     "cuLaunchKernelEx (a CUDA 12 driver); this driver lacks it",
+         "update the NVIDIA driver");
   auto enqueue = [&] {
-    if (programmatic && api.cuLaunchKernelEx) {
-      cu::LaunchAttribute attribute{};
-      attribute.id = cu::kLaunchAttributeProgrammaticStreamSerialization;
-      attribute.value.programmatic_stream_serialization_allowed = 1;
+    if ((programmatic || cooperative) && api.cuLaunchKernelEx) {
+      cu::LaunchAttribute attributes[2] = {};
+      unsigned count = 0;
+      if (programmatic) {
+        attributes[count].id = cu::kLaunchAttributeProgrammaticStreamSerialization;
+        attributes[count++].value.programmatic_stream_serialization_allowed = 1;
+      }
+      if (cooperative) {
+        attributes[count].id = cu::kLaunchAttributeCooperative;
+        attributes[count++].value.cooperative = 1;
+      }
       cu::LaunchConfig config{grid[0],  grid[1],     grid[2], block[0], block[1], block[2], shared_bytes,
-                              static_cast<cu::Stream>(stream), &attribute, 1};
+                              static_cast<cu::Stream>(stream), attributes, count};
       return api.cuLaunchKernelEx(&config, handle_, args, nullptr);
     }
     return api.cuLaunchKernel(handle_, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
@@ -82,6 +93,13 @@ void CudaFunction::launch(const Dim3& grid, const Dim3& block, unsigned shared_b
         api.cuCtxSetCurrent(context_) == cu::kSuccess)
       rc = enqueue();
   }
+  if (rc == cu::kErrorCooperativeLaunchTooLarge)
+    fail(ErrorKind::Unsupported, {},
+         "kernel '" + name_ + "' calls T.sync_grid, so all its blocks must be resident at once; its grid " +
+             dims_text(grid) + " of blocks of " + dims_text(block) + " threads and " + std::to_string(shared_bytes) +
+             " bytes of dynamic shared memory is more than the device holds (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)",
+         "launch at most (multiprocessors x blocks per multiprocessor) blocks and loop over the work in each "
+         "(T.Persistent)");
   if (rc != cu::kSuccess)
     cuda_check(rc, "launching kernel '" + name_ + "' with grid " + dims_text(grid) + ", block " +
                        dims_text(block) + ", " + std::to_string(shared_bytes) +

@@ -35,10 +35,11 @@ class CudaFunction {
   // pointer per kernel parameter, each to the parameter's value. Asynchronous: faults show up
   // when the stream is synchronised. A thread with no current context gets the module's
   // context made current. Throws CompileError(Internal) with the launch shape on failure.
+  // cooperative: all blocks resident at once (T.sync_grid); the grid must fit the device.
   // programmatic: launched with programmatic stream serialization (the kernel waits for the
   // previous one by griddepcontrol.wait, T.pdl_sync), where the driver has cuLaunchKernelEx.
   void launch(const Dim3& grid, const Dim3& block, unsigned shared_bytes, void* stream, void** args,
-              bool programmatic = false) const;
+              bool programmatic = false, bool cooperative = false) const;
 
   cu::Function handle() const { return handle_; }
   const std::string& name() const { return name_; }

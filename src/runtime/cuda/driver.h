@@ -30,6 +30,7 @@ constexpr Result kSuccess = 0;
 constexpr Result kErrorDeinitialized = 4;
 constexpr Result kErrorNoDevice = 100;
 constexpr Result kErrorInvalidContext = 201;
+constexpr Result kErrorCooperativeLaunchTooLarge = 720;
 
 // CUdevice_attribute values used here.
 enum DeviceAttribute : int {
@@ -86,7 +87,9 @@ using TensorMapEncodeTiledFn = Result (*)(void* tensor_map, int data_type, uint3
                                           int interleave, int swizzle, int l2_promotion, int oob_fill);
 
 // cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig and CUlaunchAttribute, CUDA
-// 12): one attribute here, programmatic stream serialization (T.pdl_sync kernels).
+// 12): programmatic stream serialization (T.pdl_sync kernels) and cooperative launches
+// (T.sync_grid kernels).
+constexpr int kLaunchAttributeCooperative = 2;
 constexpr int kLaunchAttributeProgrammaticStreamSerialization = 6;
 struct LaunchAttribute {
   int id;
@@ -94,6 +97,7 @@ struct LaunchAttribute {
   union {
     char bytes[64];
     int programmatic_stream_serialization_allowed;
+    int cooperative;
   } value;
 };
 struct LaunchConfig {
