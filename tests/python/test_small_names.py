@@ -376,3 +376,39 @@ def test_annotate_restrict_buffers(target, rng):
             with T.Kernel(1, threads=32) as bx:
                 f = T.alloc_fragment((8,), "float32")
                 T.annotate_restrict_buffers(f)
+
+
+def test_thread_return(target, rng):
+    """Threads past the data end early; the others write theirs. The CPU refuses the call."""
+    from tilelang import _C
+
+    @T.prim_func
+    def early(X: T.Tensor((100,), "float32"), Y: T.Tensor((100,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            t = T.get_thread_binding()
+            if t >= 100:
+                T.thread_return()
+            Y[t] = X[t] * 3
+
+    @T.prim_func
+    def tile_level(X: T.Tensor((100,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            T.thread_return()
+
+    if target == "cpu":
+        with pytest.raises(tilelang.errors.TileLangUnsupportedError,
+                           match="T.thread_return is not supported on target cpu"):
+            _C.codegen(_C.lower(tile_level.handle, "cpu"), "cpu")
+        assert "return;" in _C.codegen(_C.lower(early.handle, "cuda -arch=sm_90a"), "cuda -arch=sm_90a")
+        return
+    k = tilelang.compile(early, target=target)
+    x = rng.standard_normal(100).astype(np.float32)
+    if target.startswith("cuda"):
+        import torch
+        y = torch.zeros(100, device="cuda")
+        k(torch.from_numpy(x).cuda(), y)
+        y = y.cpu().numpy()
+    else:
+        y = np.zeros(100, np.float32)
+        k(x, y)
+    np.testing.assert_array_equal(y, x * 3)

@@ -18,7 +18,7 @@ from .hopper import (named_barrier_arrive, alloc_barrier, annotate_consumer_reg_
 from .cluster import (alloc_cluster_barrier, block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed,
                       cluster_sync, cluster_wait, copy_cluster)
 from .kernel import (ClusterKernel, Kernel, annotate_min_blocks_per_sm, annotate_restrict_buffers, get_block_binding, get_block_bindings,
-                     get_thread_binding, get_thread_bindings, pdl_sync, pdl_trigger, device_assert, sync_grid,
+                     get_thread_binding, get_thread_bindings, pdl_sync, pdl_trigger, device_assert, sync_grid, thread_return,
                      use_swizzle, wait_wgmma)
 from .simt import (comm_reducer, dp4a, shfl_down, shfl_sync, shfl_up, shfl_xor, tvm_thread_allreduce,
                    tvm_warp_shuffle, tvm_warp_shuffle_down, tvm_warp_shuffle_up)

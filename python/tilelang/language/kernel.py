@@ -172,6 +172,17 @@ def device_assert(condition, msg: str = "", no_stack_info: bool = False):
     b.emit(_C.evaluate(_C.call_void("device_assert", [condition, _C.string(text)])))
 
 
+def thread_return():
+    """Ends the calling thread (CUDA / HIP `return`, WebGPU's invocation): the threads that
+    took this branch take part in no later barrier, so no block-wide barrier (T.sync_threads,
+    a tile operator that exchanges data) may follow it in the kernel. The CPU back end runs a
+    block as one program and refuses it."""
+    b = _builder.require("T.thread_return")
+    if not b.kernels:
+        raise _builder.error(_builder.error_cls("TileLangSyntaxError"), "T.thread_return is used outside a T.Kernel block")
+    b.emit(_C.evaluate(_C.call_void("thread_return", [])))
+
+
 def sync_grid():
     """A barrier of the whole grid: every thread of every block arrives before any goes on, and
     the writes made before it are seen after it. The kernel is then launched cooperatively

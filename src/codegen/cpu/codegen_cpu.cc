@@ -401,6 +401,10 @@ class CodeGenCPU : public Emitter {
     if (op == "use_swizzle") return;  // the order of blocks does not matter on the CPU
     if (op == "min_blocks_per_sm") return;  // a register budget hint for GPU compilers
     if (op == "pdl_trigger" || op == "pdl_sync") return;  // blocks of one launch, in stream order
+    if (op == "thread_return")
+      fail(ErrorKind::Unsupported, call->span,
+           "T.thread_return is not supported on target cpu: a block runs as one program, without threads to end",
+           "guard the rest of the work with an `if` instead");
     if (op == "sync_grid")
       fail(ErrorKind::Unsupported, call->span,
            "T.sync_grid is not supported on target cpu: its blocks run as tasks, not all at once",

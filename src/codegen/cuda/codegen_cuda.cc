@@ -651,7 +651,7 @@ class CodeGenCUDA : public Emitter {
     return op == "print" || op == "sync_threads" || op == "cp_async" || op == "cp_async_commit" ||
            op == "cp_async_wait" || op == "ldmatrix" || op == "mma_sync" || op == "matrix_core" || op == "use_swizzle" || op == "min_blocks_per_sm" || op == "pdl_trigger" ||
            op == "device_assert" ||
-           op == "pdl_sync" || op == "sync_grid" ||
+           op == "pdl_sync" || op == "sync_grid" || op == "thread_return" ||
            op == "no_set_max_nreg" || op == "wgmma" ||
            op == "wgmma_fence" || op == "wgmma_commit" || op == "wgmma_wait" || op == "fence_proxy_async" ||
            op == "tma_load" || op == "tma_store" || op == "tma_reduce_add" || op == "tma_store_commit" ||
@@ -1157,6 +1157,7 @@ class CodeGenCUDA : public Emitter {
       line("tl::" + op + "();");
       return;
     }
+    if (op == "thread_return") return line("return;");
     if (op == "sync_grid") {  // a barrier of the whole grid, launched cooperatively
       if (dialect_)
         fail(ErrorKind::Unsupported, call->span,

@@ -753,6 +753,7 @@ class WgslCodegen {
     if (call->op == "use_swizzle") return;  // block order: a CUDA L2 optimisation
     if (call->op == "min_blocks_per_sm") return;  // a register budget hint for CUDA / HIP compilers
     if (call->op == "pdl_trigger" || call->op == "pdl_sync") return;  // dispatches run in order
+    if (call->op == "thread_return") return line("return;");
     if (call->op == "sync_grid")
       fail(ErrorKind::Unsupported, call->span,
            "T.sync_grid is not supported on target webgpu: WebGPU has no cooperative dispatch",
