@@ -74,8 +74,8 @@ class _FakeFunction:
     def __init__(self):
         self.launches = []
 
-    def launch(self, grid, block, smem, stream, args, programmatic):
-        assert programmatic is False  # no T.pdl_sync in these kernels
+    def launch(self, grid, block, smem, stream, args, programmatic, cooperative):
+        assert programmatic is False and cooperative is False  # no T.pdl_sync / T.sync_grid here
         self.launches.append((grid, args))
 
 
