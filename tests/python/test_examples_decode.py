@@ -39,7 +39,7 @@ sparse_mla = _load("sparse_mla")
 
 
 def _check(out, ref):
-    out = np.asarray(out).astype(np.float64)
+    out = np.asarray(out.cpu() if hasattr(out, "cpu") else out).astype(np.float64)  # a torch result on cuda
     assert out.shape == ref.shape
     assert np.all(np.isfinite(out))
     np.testing.assert_allclose(out, ref, rtol=2e-2, atol=2e-2)
