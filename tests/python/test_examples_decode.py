@@ -273,6 +273,9 @@ CUDA_CASES = {
     "mla_split_16_heads_fused": lambda: mla_decode.mla_decode_split(128, 16, 8192, 64, 64, 132, 128 + 132,
                                                                     576 ** -0.5, fuse_combine=True,
                                                                     **mla_decode.tile_config("cuda", 16)),
+    # The 16-row tiles of mma.sync (an option; 64-row wgmma tiles are the default at 16 heads).
+    "mla_split_16_rows": lambda: mla_decode.mla_decode_split(128, 16, 8192, 64, 64, 132, 128 + 132, 576 ** -0.5,
+                                                             block_H=16, block_N=64, num_stages=2, threads=128),
     "mla_combine": lambda: mla_decode.combine_items(64, 16, 64 + 132, 512),
     "sparse_mla": lambda: sparse_mla.sparse_mla_fwd(1, 1024, 8192, 128, 2048, 576 ** -0.5,
                                                     **sparse_mla.tile_config("cuda")),
@@ -282,7 +285,7 @@ CUDA_CASES = {
 @pytest.mark.parametrize("case", sorted(CUDA_CASES))
 def test_cuda_source_compiles(case):
     """Lowered for sm_90a and compiled by NVRTC; every T.gemm of the split kernels runs on
-    wgmma (mma.sync for 16 query heads), and the GQA kernel's K/V tiles are loaded ahead by a TMA producer."""
+    wgmma (mma.sync for 16-row tiles), and the GQA kernel's K/V tiles are loaded ahead by a TMA producer."""
     from tilelang import _C
     from tilelang.jit.kernel import _include_dir
     from sass import nvrtc_reason
@@ -294,8 +297,8 @@ def test_cuda_source_compiles(case):
     cubin = _C.nvrtc_compile(_C.codegen(lowered, target), f"{case}.cu", "sm_90a", [_include_dir()])
     assert cubin[:4] == b"\x7fELF"
     gemms = [line for line in lowered.lowering_report().splitlines() if "T.gemm (" in line]  # the instruction choices
-    # 16 query heads: a 16-row tile on mma.sync (a 64-row one would be three quarters padding).
-    instruction = "on mma.sync m16n8k16, 1 x 4 warps" if case.startswith("mla_split_16_heads") else "on wgmma"
+    # 16-row tiles on mma.sync; the 16-head defaults are 64-row wgmma tiles (rows past the heads padding).
+    instruction = "on mma.sync m16n8k16, 1 x 4 warps" if case == "mla_split_16_rows" else "on wgmma"
     assert all(instruction in line for line in gemms), gemms
     # The per-row factors are fragments spread over the threads as the output's rows: no
     # exchange through shared memory.
@@ -304,7 +307,7 @@ def test_cuda_source_compiles(case):
         # The producer reads the block table for a tile before it waits for the tile's slot
         # (the read's latency overlaps the wait), and only once for the tile's copies.
         source = _C.codegen(lowered, target)
-        consumers = 128 if case.startswith("mla_split_16_heads") else 256  # the producer warpgroup follows them
+        consumers = 128 if case == "mla_split_16_rows" else 256  # the producer warpgroup follows them
         producer = source[source.index(f"if (tx == {consumers})"):]
         read = producer.index("block_table[")
         assert read < producer.index("tl::mbarrier_wait(&pipeline_mbar") and producer.count("block_table[") == 1
