@@ -67,7 +67,7 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
                         k * block_N + j < seq_len, 0, -T.infinity(accum_dtype))
             else:
                 T.clear(scores)
-            T.gemm(Q_shared, K_shared, scores, transpose_B=True)
+            T.gemm(Q_shared, K_shared, scores, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
 
             # Online softmax update.
             T.copy(row_max, row_max_prev)
@@ -84,7 +84,7 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] *= rescale[i]
             T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_shared)
-            T.gemm(probs, V_shared, acc_o)
+            T.gemm(probs, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
 
         for i, j in T.Parallel(block_M, dim):
             acc_o[i, j] /= denom[i]
