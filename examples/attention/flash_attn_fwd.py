@@ -100,7 +100,7 @@ def flash_attn_fwd(batch, heads, seq_len, dim, heads_kv=None, is_causal=False, l
                         S[i, j] = T.if_then_else(visible, 0, -T.infinity(accum))
                 else:
                     T.clear(S)
-                T.gemm(Q_s, K_s, S, transpose_B=True)
+                T.gemm(Q_s, K_s, S, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
 
                 T.copy(m, m_prev)
                 T.reduce_max(S, m, dim=1, clear=False)
@@ -115,7 +115,7 @@ def flash_attn_fwd(batch, heads, seq_len, dim, heads_kv=None, is_causal=False, l
                 for i, j in T.Parallel(block_M, dim):
                     acc[i, j] *= alpha[i]
                 T.copy(rows(V, bz, kv_head, k * block_N, block_N), V_s)
-                T.gemm(P, V_s, acc)
+                T.gemm(P, V_s, acc, policy=T.GemmWarpPolicy.FullRow)
 
             for i, j in T.Parallel(block_M, dim):
                 acc[i, j] /= l[i]

@@ -92,7 +92,7 @@ def flash_attn_varlen_fwd(batch, heads, dim, max_seqlen_q, heads_kv=None, is_cau
                     if is_causal:
                         visible = visible & (k * block_N + j <= q0 + i + diag)
                     S[i, j] = T.if_then_else(visible, 0, ninf)
-                T.gemm(Q_s, K_s, S, transpose_B=True)
+                T.gemm(Q_s, K_s, S, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
 
                 T.copy(m, m_prev)
                 T.reduce_max(S, m, dim=1, clear=False)
@@ -109,7 +109,7 @@ def flash_attn_varlen_fwd(batch, heads, dim, max_seqlen_q, heads_kv=None, is_cau
                 for i, j in T.Parallel(block_M, dim):
                     acc[i, j] *= alpha[i]
                 T.copy(rows(V, k_start + k * block_N, block_N, kv_head), V_s)
-                T.gemm(P, V_s, acc)
+                T.gemm(P, V_s, acc, policy=T.GemmWarpPolicy.FullRow)
 
             for i, j in T.Parallel(block_M, dim):
                 if q0 + i < q_len:  # rows past the sequence belong to the next one
