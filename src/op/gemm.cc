@@ -396,13 +396,7 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
   auto at = [&](const BufferRegion& r, const Operand& x, const Expr& row, const Expr& col) {
     return make_load(r.buffer, operand_indices(x, row, col, sp), sp);
   };
-  // The K steps go round `chains` sets of accumulators (the fragment's and register
-  // copies, zeroed first and added in at the end), so that several mma chains overlap.
-  const int64_t acc_slots = MI * NI * 4;
-  const int64_t chains = mma_accumulator_chains(op, ins, ctx.target);
-  Buffer c_part = make_buffer(rc.buffer->name + "_chain", rc.buffer->dtype, {c(std::max<int64_t>(1, (chains - 1) * acc_slots))},
-                              scope::kLocal, sp);
-  auto kstep = [&](const Expr& kk, int64_t chain) -> Stmt {
+  Stmt kloop = unrolled("kk", KS, [&](const Expr& kk) {
     Expr k0 = mul(kk, c(ins.k), sp);
     // A (M x K): matrix q of ldmatrix.x4 is the 8 x 8 block (8 (q % 2), 8 (q / 2)) of the
     // 16 x 16 tile, so the registers come out in the order of mma's a0..a7. Stored K x M,
@@ -433,32 +427,14 @@ Stmt lower_gemm_mma(const TileOpNode& op, const GemmInstruction& ins, ThreadCont
     Stmt mmas = unrolled("mi", MI, [&](const Expr& mi) {
       return unrolled("ni", NI, [&](const Expr& ni) {
         Expr slot = mul(add(mul(mi, c(NI), sp), ni, sp), c(4), sp);
-        Expr acc = chain == 0 ? fragment_slot(rc.buffer, slot, sp)
-                              : make_load(c_part, {add(c((chain - 1) * acc_slots), slot, sp)}, sp);
-        return evaluate(intrinsic("mma_sync", {acc,
+        return evaluate(intrinsic("mma_sync", {fragment_slot(rc.buffer, slot, sp),
                                                a_operand(mi, kk),
                                                make_load(b_reg, {mul(ni, c(b_regs), sp)}, sp)},
                                   sp), sp);
       });
     });
     return make_seq({load_a, load_b, mmas}, sp);
-  };
-  Stmt kloop = unrolled("kk", KS / chains, [&](const Expr& kq) {
-    std::vector<Stmt> steps;
-    for (int64_t r = 0; r < chains; ++r) steps.push_back(kstep(add(mul(kq, c(chains), sp), c(r), sp), r));
-    return make_seq(steps, sp);
   });
-  if (chains > 1) {
-    Stmt zero = unrolled("cz", (chains - 1) * acc_slots, [&](const Expr& s) -> Stmt {
-      return std::make_shared<BufferStoreNode>(c_part, cast(rc.buffer->dtype, c(0), sp), std::vector<Expr>{s}, sp);
-    });
-    Stmt sum = unrolled("cs", acc_slots, [&](const Expr& s) -> Stmt {
-      Expr total = fragment_slot(rc.buffer, s, sp);
-      for (int64_t r = 1; r < chains; ++r) total = add(total, make_load(c_part, {add(c((r - 1) * acc_slots), s, sp)}, sp), sp);
-      return std::make_shared<BufferStoreNode>(rc.buffer, total, std::vector<Expr>{s}, sp);
-    });
-    kloop = std::make_shared<AllocateNode>(c_part, make_seq({zero, kloop, sum}, sp), Attrs{}, sp);
-  }
   Stmt body = std::make_shared<AllocateNode>(b_reg, kloop, Attrs{}, sp);
   if (!a_in_registers) body = std::make_shared<AllocateNode>(a_reg, body, Attrs{}, sp);
   if (!clear) return body;
@@ -549,19 +525,6 @@ Stmt lower_gemm_threads(const TileOpNode& op, ThreadContext& ctx) {
 }
 
 }  // namespace
-
-int64_t mma_accumulator_chains(const TileOpNode& op, const GemmInstruction& ins, const Target& target) {
-  GemmShape g = gemm_shape(op);
-  auto m = const_int(g.m), n = const_int(g.n), k = const_int(g.k);
-  if (ins.kind != GemmInstruction::Kind::MmaSync || !m || !n || !k || target.disable_mma_chains ||
-      op.regions[2].buffer->dtype != DataType::Float(32))
-    return 1;
-  const int64_t tiles = (*m / (16 * ins.warps_m)) * (*n / (8 * ins.warps_n)), steps = *k / ins.k;
-  if (tiles >= 4) return 1;
-  for (int64_t r = 4 / tiles; r > 1; --r)
-    if (steps % r == 0 && steps / r >= 4) return r;
-  return 1;
-}
 
 const TileOpDef& gemm_op() {
   static const TileOpDef def{"gemm", check_gemm, lower_gemm, lower_gemm_threads};

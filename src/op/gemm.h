@@ -78,10 +78,5 @@ std::string describe_matrix_core(const TileOpNode& op, const GemmInstruction& in
 // allow_wgmma = false asks for the narrower (16 x 16) instructions.
 GemmInstruction choose_gemm_instruction(const TileOpNode& op, const Target& target, int64_t threads,
                                         bool full_row = false, bool allow_wgmma = true);
-// How many sets of accumulators an mma.sync T.gemm's K steps go round (1: the fragment's
-// alone): with fewer than four accumulator tiles a warp and a long K, each accumulator is a
-// chain of dependent instructions bound by their latency, so the steps alternate over
-// extra register copies (float32), added in at the end; not with tl.disable_mma_chains.
-int64_t mma_accumulator_chains(const TileOpNode& op, const GemmInstruction& ins, const Target& target);
 
 }  // namespace tl

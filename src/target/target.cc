@@ -178,7 +178,6 @@ bool Target::set_switch(const std::string& name) {
   if (name == "tl.enable_warpgroup_pingpong") return enable_pingpong = true;
   if (name == "tl.disable_wgmma_overlap") return disable_wgmma_overlap = true;
   if (name == "tl.disable_producer_tile_loads") return disable_producer_tile_loads = true;
-  if (name == "tl.disable_mma_chains") return disable_mma_chains = true;
   return false;
 }
 

@@ -38,9 +38,6 @@ struct Target {
   // tl.disable_producer_tile_loads: tiles loaded once per run of a TMA pipeline (attention's
   // query tile) stay the consumers' own copies (transform/producer_tile_loads.h).
   bool disable_producer_tile_loads = false;
-  // tl.disable_mma_chains: an mma.sync T.gemm with few accumulators a warp keeps one
-  // chain of dependent instructions per accumulator (op/gemm.cc, lower_gemm_mma).
-  bool disable_mma_chains = false;
   // Sets the switch a pass config names; false for a name that is not a switch.
   bool set_switch(const std::string& name);
 

@@ -344,8 +344,6 @@ class ThreadLowering : public IRMutator {
       } else if (ins.kind == GemmInstruction::Kind::MmaSync) {
         line += "mma.sync m16n8k" + std::to_string(ins.k) + ", " + std::to_string(ins.warps_m) + " x " + std::to_string(ins.warps_n) +
                 " warps; A from " + (A->is_fragment() ? "registers" : "shared memory (ldmatrix)") + swizzles();
-        if (int64_t chains = mma_accumulator_chains(*op, ins, target_); chains > 1)
-          line += "; K steps over " + std::to_string(chains) + " sets of accumulators (few tiles a warp: overlapping mma chains)";
       } else {
         line += "SIMT multiply-adds (" + ins.why_simt + ")";
       }

@@ -33,7 +33,7 @@ def _build_dir(key: str):
 
 # The pass configs that switch a lowering feature off, as the compiler core knows them.
 SWITCHES = ("tl.disable_wgmma", "tl.disable_tma_lower", "tl.disable_warp_specialized", "tl.enable_warpgroup_pingpong",
-            "tl.disable_wgmma_overlap", "tl.disable_producer_tile_loads", "tl.disable_mma_chains")
+            "tl.disable_wgmma_overlap", "tl.disable_producer_tile_loads")
 
 
 def switches(pass_configs) -> list:

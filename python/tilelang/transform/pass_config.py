@@ -48,11 +48,6 @@ class PassConfigKey(str, Enum):
     """Tiles copied once per run of a TMA pipeline (attention's query tile) are loaded by the
     consumer threads instead of by TMA from the producer warpgroup (this compiler's own
     option). Default: False"""
-    TL_DISABLE_MMA_CHAINS = "tl.disable_mma_chains"
-    """An mma.sync T.gemm whose warps hold fewer than four accumulator tiles each and whose K
-    is long keeps one chain of dependent instructions per accumulator, instead of spreading
-    the K steps over extra register accumulators added together at the end (this compiler's
-    own option). Default: False"""
     TL_ENABLE_WARPGROUP_PINGPONG = "tl.enable_warpgroup_pingpong"
     """Two independent consumer warpgroups take turns on the tensor cores (this compiler's
     own option; measured slower than without on attention so far). Default: False"""
