@@ -87,7 +87,7 @@ def attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
                 for i, j in T.Parallel(block_M, block_N):  # 0 where allowed, -inf where masked
                     S[i, j] = T.if_then_else(bx * block_M + i >= k * block_N + j if is_causal
                                              else k * block_N + j < seq_len, 0, -T.infinity(acc))
-                T.gemm(Q_s, K_s, S, transpose_B=True)
+                T.gemm(Q_s, K_s, S, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(m, m_prev)
                 T.reduce_max(S, m, dim=1, clear=False)
                 for i in T.Parallel(block_M):
@@ -99,7 +99,7 @@ def attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
                 for i, j in T.Parallel(block_M, dim):
                     acc_o[i, j] *= r_s[i]
                 T.copy(S, P)
-                T.gemm(P, V_s, acc_o)
+                T.gemm(P, V_s, acc_o, policy=T.GemmWarpPolicy.FullRow)
             for i in T.Parallel(block_M):
                 r_s[i] = 1.0 / denom[i]
                 m[i] = T.log2(denom[i]) + m[i] * scale
@@ -198,11 +198,11 @@ def attention_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
                                               else i * block_M + m < seq_len, T.exp2(pT[n, m] * scale - L_s[m]), 0)
                 T.gemm(V_s, dO_s, dpT, transpose_B=True, clear_accum=True, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(pT, pT_h)
-                T.gemm(pT_h, dO_s, dv)
+                T.gemm(pT_h, dO_s, dv, policy=T.GemmWarpPolicy.FullRow)
                 for n, m in T.Parallel(block_N, block_M):  # dS^T, with the 1/sqrt(d) of S
                     dsT_h[n, m] = pT[n, m] * (dpT[n, m] - Delta_s[m]) * sm_scale
                 T.copy(dsT_h, dS_s[i % 2, :, :])  # dQ's product needs dS, whole, from shared memory
-                T.gemm(dsT_h, Q_s, dk)  # dS^T from registers
+                T.gemm(dsT_h, Q_s, dk, policy=T.GemmWarpPolicy.FullRow)  # dS^T from registers
                 T.gemm(dS_s[i % 2, :, :], K_s, dq, transpose_A=True, clear_accum=True)
                 if dq_by_tma:  # one TMA reduction of the tile (sm_90a)
                     T.copy(dq, dq_s)
