@@ -79,7 +79,8 @@ def kernels():
         yield f"mla_decode split, {heads} heads", mla_decode.mla_decode_split(
             64, heads, 4096, 64, 64, 132, 196, 576 ** -0.5, **mla_decode.tile_config("cuda", heads))
     yield "mla_decode combine", split_kv.combine_items(64, 16, 196, 512, pdl=True)
-    yield "sparse_mla", sparse_mla.sparse_mla_fwd(1, 1024, 8192, 128, 2048, 576 ** -0.5, **sparse_mla.tile_config("cuda"))
+    yield "sparse_mla", sparse_mla.sparse_mla_fwd(1, 1024, 8192, 128, 2048, 576 ** -0.5,
+                                                  **sparse_mla.tile_config("cuda"))
 
 
 def main():
