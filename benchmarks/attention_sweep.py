@@ -28,7 +28,7 @@ from kernels.attention import flash_attention_fwd  # noqa: E402
 CONFIGS = [(64, 64, 2, 128), (128, 64, 2, 256), (128, 128, 2, 256), (128, 128, 1, 256), (192, 128, 2, 384)]
 # (batch, heads, seq, dim, causal)
 SHAPES = [(4, 16, 4096, 128, False), (4, 16, 4096, 128, True), (4, 16, 4096, 64, False),
-          (4, 16, 4096, 64, True), (1, 32, 8192, 128, False)]
+          (4, 16, 4096, 64, True), (1, 32, 8192, 128, False), (4, 16, 4096, 256, False), (4, 16, 4096, 256, True)]
 
 
 def emit(**kw):

@@ -67,7 +67,8 @@ def kernels():
     import sparse_mla
     import split_kv
     for causal in (False, True):
-        for dim, (bm, bn, stages, threads) in ((128, (128, 128, 2, 256)), (64, (192, 128, 2, 384))):
+        for dim, (bm, bn, stages, threads) in ((128, (128, 128, 2, 256)), (64, (192, 128, 2, 384)),
+                                               (256, (128, 64, 2, 256))):
             tag = f"d{dim}{' causal' if causal else ''} {bm}x{bn}"
             yield f"attention sweep {tag}", flash_attention_fwd(4, 16, 4096, dim, causal, block_M=bm, block_N=bn,
                                                                   num_stages=stages, threads=threads)
