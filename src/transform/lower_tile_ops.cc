@@ -22,12 +22,22 @@ class TileOpLowerer : public IRMutator {
   }
 
  protected:
+  static bool contributes_to_reducer(const Stmt& body) {
+    bool found = false;
+    for_each_expr(body, [&](const ExprNode* e) {
+      if (auto* c = dynamic_cast<const CallNode*>(e)) found = found || c->op == "reducer_update";
+    });
+    return found;
+  }
   Stmt mutate_for(const Stmt& s, const ForNode* n) override {
     bind_loop_var(analyzer_, n->var.get(), n->min, n->extent);
     Stmt body = mutate(n->body);
     analyzer_.unbind(n->var.get());
-    // The CPU runs a pipelined loop in order; the stage attributes mean nothing there.
-    bool to_serial = n->for_kind == ForKind::Pipelined && target_.kind == "cpu";
+    // The CPU runs a pipelined loop in order; the stage attributes mean nothing there. A
+    // T.Parallel loop with a reducer's contributions runs in order too: iterations may add
+    // into the same element (acc[i % 3]), which a vectorised loop would lose.
+    bool to_serial = (n->for_kind == ForKind::Pipelined && target_.kind == "cpu") ||
+                     (n->for_kind == ForKind::Parallel && contributes_to_reducer(n->body));
     if (body == n->body && !to_serial) return s;
     return std::make_shared<ForNode>(n->var, n->min, n->extent, to_serial ? ForKind::Serial : n->for_kind,
                                      body, to_serial ? Attrs{} : n->attrs, n->span);

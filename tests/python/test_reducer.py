@@ -45,10 +45,12 @@ def where(request, target):
 
 def _row_sums_and_max_total(threads):
     """B = row sums of A by a sum reducer over a 2-D T.Parallel; C = 1.5 + the sum of the row
-    maxima, contributed from a T.Parallel over the (replicated) row-maximum fragment."""
+    maxima, contributed from a T.Parallel over the (replicated) row-maximum fragment; D[r] =
+    the sum of the maxima of the rows i with i % 3 == r (iterations adding into one element)."""
 
     @T.prim_func
-    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M,), "float32"), C: T.Tensor((1,), "float32")):
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M,), "float32"), C: T.Tensor((1,), "float32"),
+             D: T.Tensor((3,), "float32")):
         with T.Kernel(1, threads=threads):
             A_f = T.alloc_fragment((M, N), "float32")
             T.copy(A, A_f)
@@ -56,18 +58,24 @@ def _row_sums_and_max_total(threads):
             T.reduce_max(A_f, row_max, dim=1)
             sums = T.alloc_reducer((M,), "float32", op="sum")
             total = T.alloc_reducer((1,), "float32")
+            by_three = T.alloc_reducer((3,), "float32")
             T.reducer_init(sums)
             T.reducer_init(total, 1.5)
+            T.reducer_init(by_three)
             for i, j in T.Parallel(M, N):
                 T.reducer_update(sums[i], A_f[i, j])
             for i in T.Parallel(M):
                 T.reducer_update(total[0], row_max[i])
+                T.reducer_update(by_three[i % 3], row_max[i])
             sums_f = T.alloc_fragment((M,), "float32")
             total_f = T.alloc_fragment((1,), "float32")
             T.finalize_reducer(sums, sums_f)
             T.finalize_reducer(total, total_f)
             T.copy(sums_f, B)
             T.copy(total_f, C)
+            three_f = T.alloc_fragment((3,), "float32")
+            T.finalize_reducer(by_three, three_f)
+            T.copy(three_f, D)
 
     return main
 
@@ -75,9 +83,11 @@ def _row_sums_and_max_total(threads):
 @pytest.mark.parametrize("threads", [128, 256])
 def test_sum_reducers_count_each_iteration_once(where, rng, threads):
     a = rng.standard_normal((M, N)).astype(np.float32)
-    b, c = _run(_row_sums_and_max_total(threads), where, [a], [((M,), np.float32), ((1,), np.float32)])
+    b, c, d = _run(_row_sums_and_max_total(threads), where, [a],
+                   [((M,), np.float32), ((1,), np.float32), ((3,), np.float32)])
     np.testing.assert_allclose(b, a.sum(1), rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(c, [a.max(1).sum() + 1.5], rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(d, [a.max(1)[r::3].sum() for r in range(3)], rtol=1e-5, atol=1e-4)
 
 
 def _max_and_or(steps=3):

@@ -1161,6 +1161,113 @@ class AllReduce:
         return (1e-5, 1e-5 * math.prod(p["dims"])) if p["dtype"] == "float32" else (0, 0)
 
 
+class Reducer:
+    """T.alloc_reducer in the forms programs write: contributions from a T.Parallel over a tile
+    (by row, by column), from a replicated row-maximum fragment (each logical iteration once),
+    over 1-3 serial passes; a starting value or not; the current form (T.reducer_update, then
+    T.finalize_reducer into a fragment) or the older one (T.clear / T.fill, `acc[r] op= v`, in
+    place). Each of 2 blocks reduces its own tile into its own output row."""
+    name = "reducer"
+
+    def draw(self, rng, target):
+        dtype = dtype_for(rng, target, ["float32", "float32", "int32"])
+        ops = ["sum", "max", "min"] + (["bitor"] if dtype == "int32" else [])
+        return dict(block_M=pick(rng, [4, 16, 32, 64]), block_N=pick(rng, [8, 16, 32]), R=pick(rng, [1, 3, 8, 32]),
+                    op=pick(rng, ops), dtype=dtype, source=pick(rng, ["rows", "cols", "row_max"]),
+                    passes=pick(rng, [1, 2, 3]), start=pick(rng, [None, None, 2]), form=pick(rng, ["current", "older"]),
+                    threads=pick(rng, [32, 64, 128, 256]))
+
+    def kernel(self, p):
+        bm, bn, R, op, dtype, source, passes = (p["block_M"], p["block_N"], p["R"], p["op"], p["dtype"], p["source"],
+                                               p["passes"])
+        start, older = p["start"], p["form"] == "older"
+
+        def combine(acc, v):
+            return {"sum": lambda: acc + v, "max": lambda: T.max(acc, v), "min": lambda: T.min(acc, v),
+                    "bitor": lambda: T.bitwise_or(acc, v)}[op]()
+
+        @T.prim_func
+        def reducer(X: T.Tensor((2, passes, bm, bn), dtype), Out: T.Tensor((2, R), dtype)):
+            with T.Kernel(2, threads=p["threads"]) as bx:
+                x = T.alloc_fragment((bm, bn), dtype)
+                row = T.alloc_fragment((bm,), dtype)
+                acc = T.alloc_reducer((R,), dtype, op=op)
+                if older:
+                    if start is None and op == "sum":
+                        T.clear(acc)
+                    else:
+                        T.fill(acc, start if start is not None else
+                               {"max": -1000000, "min": 1000000, "sum": 0, "bitor": 0}[op])
+                else:
+                    T.reducer_init(acc, start)
+                for s in T.serial(passes):
+                    T.copy(X[bx, s, :, :], x)
+                    if source == "row_max":
+                        T.reduce_max(x, row, dim=1)
+                        for i in T.Parallel(bm):
+                            if older:
+                                acc[i % R] = combine(acc[i % R], row[i])
+                            else:
+                                T.reducer_update(acc[i % R], row[i])
+                    else:
+                        for i, j in T.Parallel(bm, bn):
+                            r = i % R if source == "rows" else j % R
+                            if older:
+                                acc[r] = combine(acc[r], x[i, j])
+                            else:
+                                T.reducer_update(acc[r], x[i, j])
+                if older:
+                    T.finalize_reducer(acc)
+                    for r in T.Parallel(R):
+                        Out[bx, r] = acc[r]
+                else:
+                    out = T.alloc_fragment((R,), dtype)
+                    T.finalize_reducer(acc, out)
+                    T.copy(out, Out[bx, :])
+
+        return reducer
+
+    def arguments(self, p, rng):
+        shape = (2, p["passes"], p["block_M"], p["block_N"])
+        if p["dtype"] == "int32":
+            x = rng.integers(0, 1 << 20, size=shape).astype(np.int32) if p["op"] == "bitor" else \
+                rng.integers(-50, 50, size=shape).astype(np.int32)
+        else:
+            x = uniform(rng, shape, "float32")
+        return [x, np.full((2, p["R"]), np.nan if p["dtype"] == "float32" else -7, dtype=NP[p["dtype"]])]
+
+    def expected(self, p, args):
+        x = args[0].astype(np.float64) if p["dtype"] == "float32" else args[0].astype(np.int64)
+        R, op = p["R"], p["op"]
+        ufunc = {"sum": np.add, "max": np.maximum, "min": np.minimum, "bitor": np.bitwise_or}[op]
+        start = p["start"]
+        if start is None:
+            start = {"max": -1000000, "min": 1000000}.get(op, 0) if p["form"] == "older" else None
+        out = np.zeros((2, R), dtype=x.dtype)
+        for b in range(2):
+            if p["source"] == "row_max":
+                vals = x[b].max(axis=2)  # [passes, rows]
+                keys = np.broadcast_to(np.arange(p["block_M"]) % R, vals.shape)
+            elif p["source"] == "rows":
+                vals = x[b]
+                keys = np.broadcast_to((np.arange(p["block_M"]) % R)[:, None], vals.shape)
+            else:
+                vals = x[b]
+                keys = np.broadcast_to(np.arange(p["block_N"]) % R, vals.shape)
+            for r in range(R):
+                sel = vals[keys == r]
+                total = ufunc.reduce(sel) if sel.size else None
+                if start is not None:
+                    total = start if total is None else ufunc(total, start)
+                out[b, r] = total if total is not None else {"sum": 0, "bitor": 0}.get(op, 0)
+        return {1: out}
+
+    def tolerance(self, p):
+        if p["dtype"] == "int32" or p["op"] != "sum":
+            return 0.0, 0.0
+        return 1e-5, 1e-5 * p["passes"] * p["block_M"] * p["block_N"] / p["R"]
+
+
 TEMPLATES = {t.name: t for t in (Gemm(), Reduce(), Elementwise(), Copy(), Cumsum(), Softmax(), Pipeline(), Atomic(),
                                  AtomicLanes(), Branches(), ThreadLevel(), AllReduce(), ShiftedReads(),
-                                 StageBuffers(), RunTiles())}
+                                 StageBuffers(), RunTiles(), Reducer())}
