@@ -1244,6 +1244,9 @@ class Reducer:
         if start is None:
             start = {"max": -1000000, "min": 1000000}.get(op, 0) if p["form"] == "older" else None
         out = np.zeros((2, R), dtype=x.dtype)
+        big = np.inf if p["dtype"] == "float32" else None
+        identity = {"sum": 0, "bitor": 0, "max": -big if big else np.iinfo(np.int32).min,
+                    "min": big if big else np.iinfo(np.int32).max}[op]
         for b in range(2):
             if p["source"] == "row_max":
                 vals = x[b].max(axis=2)  # [passes, rows]
@@ -1259,7 +1262,7 @@ class Reducer:
                 total = ufunc.reduce(sel) if sel.size else None
                 if start is not None:
                     total = start if total is None else ufunc(total, start)
-                out[b, r] = total if total is not None else {"sum": 0, "bitor": 0}.get(op, 0)
+                out[b, r] = total if total is not None else identity  # an element nothing adds to
         return {1: out}
 
     def tolerance(self, p):
